@@ -1,0 +1,21 @@
+//! squidbot's core: the agent loop, context assembly and session model, plus the ports
+//! (traits) that adapters implement. No HTTP, SQLite or filesystem code lives here.
+
+pub mod agent;
+pub mod clock;
+pub mod context;
+pub mod ids;
+pub mod provider;
+pub mod session;
+pub mod store;
+pub mod text;
+pub mod tool;
+pub mod workspace;
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable future: what the object-safe companions of our async ports return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+pub use squidbot_types as types;

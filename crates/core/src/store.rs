@@ -1,0 +1,139 @@
+//! The `SessionStore` port: durable, append-only session trees.
+
+use std::future::Future;
+
+use squidbot_types::session::{SessionEntry, SessionHeader};
+
+use crate::BoxFuture;
+
+/// Why a session store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The session does not exist.
+    #[error("can't find session {key}")]
+    NotFound {
+        /// Session key.
+        key: String,
+    },
+    /// The key can't name a session (empty, too long).
+    #[error("can't use session key {key:?}: {reason}")]
+    InvalidKey {
+        /// Session key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Reading or writing failed.
+    #[error("can't {action} session {key}: {reason}")]
+    Io {
+        /// What was attempted ("read", "append to", …).
+        action: &'static str,
+        /// Session key.
+        key: String,
+        /// The underlying error.
+        reason: String,
+    },
+}
+
+/// A session read back from storage.
+#[derive(Debug, Clone)]
+pub struct LoadedSession {
+    /// The header line.
+    pub header: SessionHeader,
+    /// Every readable entry in file order.
+    pub entries: Vec<SessionEntry>,
+    /// Lines that could not be read (a torn last line after a crash, hand edits), each
+    /// described; they are skipped, never fatal.
+    pub warnings: Vec<String>,
+}
+
+/// One row of a session listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// Session key.
+    pub key: String,
+    /// Context the session belongs to.
+    pub context: String,
+    /// Creation time, RFC 3339.
+    pub created: String,
+    /// Time of the last entry (or creation), RFC 3339.
+    pub updated: String,
+    /// Number of entries.
+    pub entry_count: usize,
+    /// Number of user and assistant messages.
+    pub message_count: usize,
+    /// Start of the last user message, for display.
+    pub preview: String,
+}
+
+/// Durable storage of session trees.
+pub trait SessionStore: Send + Sync {
+    /// Reads a session, `Ok(None)` when it does not exist.
+    fn load<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> impl Future<Output = Result<Option<LoadedSession>, StoreError>> + Send + 'a;
+    /// Creates a session with the given header; fails if it already exists.
+    fn create<'a>(
+        &'a self,
+        header: &'a SessionHeader,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    /// Appends entries; they are on disk (flushed and synced) when this returns.
+    fn append<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    /// Lists every session, most recently updated first.
+    fn list(&self) -> impl Future<Output = Result<Vec<SessionSummary>, StoreError>> + Send + '_;
+}
+
+/// Object-safe companion of [`SessionStore`].
+pub trait DynSessionStore: Send + Sync {
+    /// See [`SessionStore::load`].
+    fn load_boxed<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<LoadedSession>, StoreError>>;
+    /// See [`SessionStore::create`].
+    fn create_boxed<'a>(
+        &'a self,
+        header: &'a SessionHeader,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// See [`SessionStore::append`].
+    fn append_boxed<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// See [`SessionStore::list`].
+    fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
+}
+
+impl<T: SessionStore> DynSessionStore for T {
+    fn load_boxed<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<LoadedSession>, StoreError>> {
+        Box::pin(self.load(key))
+    }
+
+    fn create_boxed<'a>(
+        &'a self,
+        header: &'a SessionHeader,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.create(header))
+    }
+
+    fn append_boxed<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.append(key, entries))
+    }
+
+    fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>> {
+        Box::pin(self.list())
+    }
+}

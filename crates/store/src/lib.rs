@@ -1,0 +1,1 @@
+//! squidbot-store

@@ -1,0 +1,193 @@
+//! The configuration schema (`config.toml`). Loading, env overrides and validation of
+//! cross-field rules live in the binary; this module only describes the shape.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::secret::Secret;
+
+/// The whole configuration file. Every section is optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Model selection and request policy.
+    pub llm: LlmConfig,
+    /// Named provider endpoints, `[providers.<name>]`.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Per-role agent settings, `[agents.<role>]`.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// Tool behaviour.
+    pub tools: ToolsConfig,
+    /// Where the workspace lives.
+    pub workspace: WorkspaceConfig,
+    /// Logging output.
+    pub logging: LoggingConfig,
+}
+
+/// `[llm]`: which model answers and how requests behave.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Default model for every role, `provider/model`.
+    pub model: String,
+    /// Models tried in order when the default fails with a retriable error.
+    pub fallbacks: Vec<String>,
+    /// Retries per provider before moving down the fallback chain.
+    pub max_retries: u32,
+    /// Seconds to wait for a response to start (and between stream chunks).
+    pub timeout_secs: u64,
+    /// Maximum tokens the model may generate per request.
+    pub max_tokens: u32,
+    /// Sampling temperature; the provider default when unset.
+    pub temperature: Option<f32>,
+    /// Context window in tokens, used when the model's own size is unknown.
+    pub context_window: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            fallbacks: Vec::new(),
+            max_retries: 2,
+            timeout_secs: 120,
+            max_tokens: 4096,
+            temperature: None,
+            context_window: 128_000,
+        }
+    }
+}
+
+/// Wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI chat completions (and every compatible server).
+    Openai,
+    /// Anthropic messages.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// Name as written in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// `[providers.<name>]`: one endpoint. Fields left out come from the preset of the same name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Wire protocol; defaults to the preset's, else `openai`.
+    pub kind: Option<ProviderKind>,
+    /// Base URL such as `http://127.0.0.1:8089/v1`.
+    pub api_base: Option<String>,
+    /// The API key itself.
+    pub api_key: Option<Secret>,
+    /// Name of an environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// Context window in tokens for this provider's models.
+    pub context_window: Option<u32>,
+}
+
+/// `[agents.<role>]`: settings of one agent role.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model for this role, `provider/model`; `llm.model` when unset.
+    pub model: Option<String>,
+    /// Model calls per user turn before the agent stops and says so.
+    pub max_turns: Option<u32>,
+}
+
+/// Default for `agents.<role>.max_turns`.
+pub const DEFAULT_MAX_TURNS: u32 = 20;
+
+/// `[tools]`: tool behaviour.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Refuse file paths outside the workspace (`..`, symlinks, absolute paths elsewhere).
+    pub restrict_to_workspace: bool,
+    /// `[tools.exec]`.
+    pub exec: ExecConfig,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            restrict_to_workspace: true,
+            exec: ExecConfig::default(),
+        }
+    }
+}
+
+/// `[tools.exec]`: the shell tool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExecConfig {
+    /// Default timeout in seconds.
+    pub timeout_secs: u64,
+    /// Output kept, in characters; the middle of longer output is omitted.
+    pub max_output_chars: usize,
+    /// Extra regular expressions; a command matching one is refused.
+    pub blocked_patterns: Vec<String>,
+    /// Environment variable names passed through to commands besides the safe defaults.
+    pub pass_env: Vec<String>,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 60,
+            max_output_chars: 30_000,
+            blocked_patterns: Vec::new(),
+            pass_env: Vec::new(),
+        }
+    }
+}
+
+/// `[workspace]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkspaceConfig {
+    /// Workspace directory; `$SQUIDBOT_HOME/workspace` when unset.
+    pub path: Option<String>,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[logging]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// Filter such as `warn` or `squidbot=debug` (`RUST_LOG` wins when set).
+    pub level: String,
+    /// `text` or `json`.
+    pub format: LogFormat,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        Self {
+            level: "warn".into(),
+            format: LogFormat::Text,
+        }
+    }
+}

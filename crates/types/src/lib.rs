@@ -1,0 +1,11 @@
+//! Plain data types shared across squidbot: no IO, no async, serde only.
+
+pub mod config;
+pub mod message;
+pub mod secret;
+pub mod session;
+pub mod tool;
+
+pub use message::{ChatMessage, ToolCall, Usage};
+pub use secret::Secret;
+pub use tool::ToolSpec;
