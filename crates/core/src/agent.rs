@@ -1,1 +1,400 @@
-//! placeholder
+//! The agent loop: one user turn = model calls and tool runs until a final answer,
+//! `max_turns`, cancellation or an error, with every step appended to the session.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use squidbot_types::message::{ToolCall, Usage};
+use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
+use squidbot_types::{ChatMessage, ToolSpec};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, rfc3339};
+use crate::context::{self, RuntimeInfo};
+use crate::provider::{CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
+use crate::session::Session;
+use crate::store::{DynSessionStore, StoreError};
+use crate::tool::{ToolContext, ToolError, ToolRegistry};
+use crate::workspace::WorkspaceFiles;
+use crate::{ids, text};
+
+mod budget;
+mod tools;
+
+pub use budget::fit_history;
+
+/// Settings of one agent (one role).
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    /// `provider/model` to ask.
+    pub model: String,
+    /// Model calls allowed per user turn.
+    pub max_turns: u32,
+    /// Tokens the model may generate per call.
+    pub max_tokens: u32,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Context window of the model, in tokens.
+    pub context_window: u32,
+    /// Ask providers to stream.
+    pub stream: bool,
+    /// Workspace directory tools work in.
+    pub workspace: PathBuf,
+    /// Facts for the system prompt (the model field is overwritten per turn).
+    pub runtime: RuntimeInfo,
+    /// Context (user or group) new sessions belong to.
+    pub context: String,
+}
+
+/// What a channel hears while a turn runs. Every method has a no-op default.
+pub trait AgentEvents: Send + Sync {
+    /// A piece of the reply streamed from the model.
+    fn text_delta(&self, _text: &str) {}
+    /// Text streamed so far is void (the provider is retrying or falling back).
+    fn stream_reset(&self) {}
+    /// A tool call is about to run.
+    fn tool_started(&self, _call: &ToolCall) {}
+    /// A tool call finished.
+    fn tool_finished(&self, _call: &ToolCall, _is_error: bool) {}
+    /// Something the user should know that is not part of the reply.
+    fn warning(&self, _message: &str) {}
+}
+
+/// Events go nowhere (callers that only want the final reply).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SilentEvents;
+
+impl AgentEvents for SilentEvents {}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnStatus {
+    /// The model gave a final answer.
+    Completed,
+    /// The model was still calling tools after `max_turns` calls.
+    MaxTurns,
+    /// The user cancelled; partial work is recorded as interrupted.
+    Cancelled,
+}
+
+/// The result of one user turn.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// The reply to show (for `MaxTurns` and `Cancelled`, a notice saying so).
+    pub reply: String,
+    /// How the turn ended.
+    pub status: TurnStatus,
+    /// Tokens used by all model calls of the turn.
+    pub usage: Usage,
+    /// `provider/model` that produced the last answer.
+    pub model: String,
+    /// Model calls made.
+    pub model_calls: u32,
+    /// Tool calls run.
+    pub tool_calls: u32,
+}
+
+/// Why a turn failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model could not be reached or answered unusably.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The session could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A tool failed beyond what the model could handle.
+    #[error("can't finish the turn: {0}")]
+    Tool(String),
+}
+
+/// An agent: a model, tools, a session store and the workspace it reads its prompt from.
+pub struct Agent {
+    provider: Arc<dyn DynLlmProvider>,
+    tools: ToolRegistry,
+    store: Arc<dyn DynSessionStore>,
+    workspace: Arc<dyn WorkspaceFiles>,
+    clock: Arc<dyn Clock>,
+    settings: AgentSettings,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Agent").field("settings", &self.settings).field("tools", &self.tools).finish()
+    }
+}
+
+/// Forwards streamed text to the channel and keeps a copy for interrupted turns.
+struct TurnSink<'a> {
+    events: &'a dyn AgentEvents,
+    streamed: Mutex<String>,
+}
+
+impl TurnSink<'_> {
+    fn take(&self) -> String {
+        self.streamed.lock().map(|mut text| std::mem::take(&mut *text)).unwrap_or_default()
+    }
+}
+
+impl StreamSink for TurnSink<'_> {
+    fn text_delta(&self, text: &str) {
+        if let Ok(mut streamed) = self.streamed.lock() {
+            streamed.push_str(text);
+        }
+        self.events.text_delta(text);
+    }
+
+    fn stream_reset(&self) {
+        if let Ok(mut streamed) = self.streamed.lock() {
+            streamed.clear();
+        }
+        self.events.stream_reset();
+    }
+}
+
+impl Agent {
+    /// Wires an agent from its ports.
+    pub fn new(
+        provider: Arc<dyn DynLlmProvider>,
+        tools: ToolRegistry,
+        store: Arc<dyn DynSessionStore>,
+        workspace: Arc<dyn WorkspaceFiles>,
+        clock: Arc<dyn Clock>,
+        settings: AgentSettings,
+    ) -> Self {
+        Self { provider, tools, store, workspace, clock, settings }
+    }
+
+    /// The agent's settings.
+    pub fn settings(&self) -> &AgentSettings {
+        &self.settings
+    }
+
+    /// The agent's tools.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// Tool specs as sent to the model.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.tools.specs()
+    }
+
+    /// The system prompt as it would be sent now.
+    pub fn system_prompt(&self, first_run: bool) -> context::SystemPrompt {
+        let mut runtime = self.settings.runtime.clone();
+        runtime.model = self.settings.model.clone();
+        context::assemble(self.workspace.as_ref(), &runtime, first_run)
+    }
+
+    /// Loads a session, or prepares a new one (written on its first turn).
+    /// Returns the session and warnings about unreadable lines.
+    pub async fn open_session(&self, key: &str) -> Result<(Session, Vec<String>), AgentError> {
+        match self.store.load_boxed(key).await? {
+            Some(loaded) => {
+                let warnings = loaded.warnings.clone();
+                Ok((Session::from_loaded(loaded), warnings))
+            }
+            None => Ok((
+                Session::new(SessionHeader {
+                    kind: HeaderTag::Header,
+                    version: SESSION_FORMAT_VERSION,
+                    id: ids::session_id(),
+                    key: key.to_owned(),
+                    context: self.settings.context.clone(),
+                    created: self.now(),
+                }),
+                Vec::new(),
+            )),
+        }
+    }
+
+    fn now(&self) -> String {
+        rfc3339(self.clock.now())
+    }
+
+    async fn record(&self, session: &mut Session, bodies: Vec<EntryBody>) -> Result<(), StoreError> {
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        if !session.is_persisted() {
+            self.store.create_boxed(session.header()).await?;
+            session.mark_persisted();
+        }
+        let timestamp = self.now();
+        let entries: Vec<SessionEntry> = bodies.into_iter().map(|body| session.push(body, timestamp.clone())).collect();
+        self.store.append_boxed(session.key(), &entries).await
+    }
+
+    /// Runs one user turn to its end. Cancelling `cancel` stops it at the next await
+    /// point; what was produced so far is recorded as interrupted.
+    pub async fn run_turn(
+        &self,
+        session: &mut Session,
+        input: &str,
+        events: &dyn AgentEvents,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let first_run = !session.is_persisted() && session.branch_is_empty();
+        let mut opening = Vec::new();
+        if session.current_model().as_deref() != Some(self.settings.model.as_str()) {
+            opening.push(EntryBody::ModelChange {
+                previous: session.current_model().unwrap_or_default(),
+                new: self.settings.model.clone(),
+            });
+        }
+        opening.push(EntryBody::Message {
+            role: MessageRole::User,
+            content: input.to_owned(),
+            model: None,
+            usage: None,
+            interrupted: false,
+        });
+        self.record(session, opening).await?;
+
+        let system = self.system_prompt(first_run).text;
+        let tool_specs = self.tools.specs();
+        let sink = TurnSink { events, streamed: Mutex::new(String::new()) };
+        let mut outcome = TurnOutcome {
+            reply: String::new(),
+            status: TurnStatus::Completed,
+            usage: Usage::default(),
+            model: self.settings.model.clone(),
+            model_calls: 0,
+            tool_calls: 0,
+        };
+        let mut warned_overflow = false;
+        let mut overflow_retries = 0;
+        while outcome.model_calls < self.settings.max_turns {
+            let reserve = self.settings.max_tokens as usize + system.len() / 4 + tool_specs_chars(&tool_specs) / 4;
+            let budget = (self.settings.context_window as usize).saturating_sub(reserve) >> overflow_retries;
+            let fitted = fit_history(session.history(), budget);
+            if fitted.dropped > 0 && !warned_overflow {
+                warned_overflow = true;
+                events.warning(&format!(
+                    "The conversation is too long for the model's context; the {} oldest messages were left out of this request (they stay in the session file).",
+                    fitted.dropped
+                ));
+            }
+            let request = CompletionRequest {
+                model: self.settings.model.clone(),
+                system: system.clone(),
+                messages: fitted.messages,
+                tools: tool_specs.clone(),
+                max_tokens: self.settings.max_tokens,
+                temperature: self.settings.temperature,
+                stream: self.settings.stream,
+            };
+            outcome.model_calls += 1;
+            let result = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(ProviderError::Cancelled),
+                result = self.provider.complete_boxed(&request, &sink) => result,
+            };
+            let completion = match result {
+                Ok(completion) => completion,
+                Err(ProviderError::ContextOverflow { .. }) if overflow_retries < 3 => {
+                    overflow_retries += 1;
+                    sink.take();
+                    continue;
+                }
+                Err(error) => {
+                    let partial = sink.take();
+                    self.record(session, vec![interrupted_reply(partial.clone())]).await?;
+                    if matches!(error, ProviderError::Cancelled) {
+                        outcome.status = TurnStatus::Cancelled;
+                        outcome.reply = partial;
+                        return Ok(outcome);
+                    }
+                    return Err(error.into());
+                }
+            };
+            sink.take();
+            outcome.usage.add(completion.usage);
+            outcome.model = completion.model.clone();
+            let mut bodies = vec![EntryBody::Message {
+                role: MessageRole::Assistant,
+                content: completion.content.clone(),
+                model: Some(completion.model.clone()),
+                usage: Some(completion.usage),
+                interrupted: false,
+            }];
+            bodies.extend(completion.tool_calls.iter().map(|call| EntryBody::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }));
+            self.record(session, bodies).await?;
+            if completion.tool_calls.is_empty() {
+                outcome.reply = completion.content;
+                return Ok(outcome);
+            }
+
+            let context = ToolContext {
+                workspace: self.settings.workspace.clone(),
+                session_key: session.key().to_owned(),
+                cancel: cancel.child_token(),
+            };
+            let results = tools::run_calls(&self.tools, &completion.tool_calls, &context, events).await;
+            outcome.tool_calls += results.len() as u32;
+            let mut fatal = None;
+            let bodies = results
+                .into_iter()
+                .map(|(call, result)| {
+                    let (content, is_error) = match result {
+                        Ok(output) => (output.content, false),
+                        Err(ToolError::RespondToModel(message)) => (message, true),
+                        Err(ToolError::Fatal(message)) => {
+                            fatal.get_or_insert_with(|| message.clone());
+                            (message, true)
+                        }
+                    };
+                    EntryBody::ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error }
+                })
+                .collect();
+            self.record(session, bodies).await?;
+            if let Some(message) = fatal {
+                return Err(AgentError::Tool(message));
+            }
+            if cancel.is_cancelled() {
+                outcome.status = TurnStatus::Cancelled;
+                return Ok(outcome);
+            }
+        }
+        outcome.status = TurnStatus::MaxTurns;
+        outcome.reply = format!(
+            "I stopped after {} model calls without a final answer (the limit is max_turns = {}). Say \"continue\" and I will pick up where I left off.",
+            outcome.model_calls, self.settings.max_turns
+        );
+        self.record(
+            session,
+            vec![EntryBody::Message {
+                role: MessageRole::Assistant,
+                content: outcome.reply.clone(),
+                model: None,
+                usage: None,
+                interrupted: true,
+            }],
+        )
+        .await?;
+        Ok(outcome)
+    }
+}
+
+fn interrupted_reply(partial: String) -> EntryBody {
+    EntryBody::Message { role: MessageRole::Assistant, content: partial, model: None, usage: None, interrupted: true }
+}
+
+fn tool_specs_chars(specs: &[ToolSpec]) -> usize {
+    specs.iter().map(ToolSpec::serialized_len).sum()
+}
+
+/// Characters of a message list, for size reports.
+pub fn history_chars(messages: &[ChatMessage]) -> usize {
+    messages.iter().map(ChatMessage::char_len).sum()
+}
+
+/// Token estimate of a request's messages.
+pub fn estimate_message_tokens(messages: &[ChatMessage]) -> usize {
+    text::estimate_tokens(history_chars(messages))
+}

@@ -1,1 +1,214 @@
-//! placeholder
+//! Context assembly: the system prompt built from embedded prompts and the workspace's
+//! bootstrap files, with per-file and total size caps.
+
+use crate::text::truncate_middle;
+use crate::workspace::WorkspaceFiles;
+
+/// Bootstrap files of the main agent, in the order they appear in the prompt.
+pub const BOOTSTRAP_FILES: [&str; 7] =
+    ["SOUL.md", "IDENTITY.md", "AGENTS.md", "USER.md", "TOOLS.md", "ENVIRONMENT.md", "MEMORY.md"];
+
+/// Injected after the others, and only on the first run.
+pub const FIRST_RUN_FILE: &str = "BOOTSTRAP.md";
+
+/// Characters kept of one bootstrap file.
+pub const PER_FILE_CAP: usize = 20_000;
+
+/// Characters kept of all bootstrap files together.
+pub const TOTAL_CAP: usize = 100_000;
+
+/// Below this many characters of remaining budget a file is omitted rather than cut
+/// to a useless sliver.
+const MINIMUM_SLICE: usize = 1_000;
+
+/// Share of a truncated file kept from its start.
+const HEAD_SHARE: f64 = 0.7;
+/// Share of a truncated file kept from its end (the last 10 % is the marker's room).
+const TAIL_SHARE: f64 = 0.2;
+
+/// A prompt file embedded at build time; the workspace may override it with
+/// `prompts/<name>` at run time.
+#[derive(Debug, Clone, Copy)]
+pub struct Prompt {
+    /// File name under `prompts/`.
+    pub name: &'static str,
+    /// The embedded default text.
+    pub default: &'static str,
+}
+
+/// The base instructions.
+pub const SYSTEM_PROMPT: Prompt = Prompt { name: "system.md", default: include_str!("../prompts/system.md") };
+/// The runtime line (date, OS, model, channel).
+pub const RUNTIME_PROMPT: Prompt = Prompt { name: "runtime.md", default: include_str!("../prompts/runtime.md") };
+/// The note added on the first run.
+pub const FIRST_RUN_PROMPT: Prompt = Prompt { name: "first_run.md", default: include_str!("../prompts/first_run.md") };
+
+impl Prompt {
+    /// The workspace override if there is one, else the embedded text.
+    pub fn load(&self, workspace: &dyn WorkspaceFiles) -> String {
+        workspace.read(&format!("prompts/{}", self.name)).unwrap_or_else(|| self.default.to_owned())
+    }
+}
+
+/// Facts about the run that the prompt mentions.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeInfo {
+    /// Name the assistant goes by.
+    pub name: String,
+    /// Workspace directory as shown to the model.
+    pub workspace: String,
+    /// Today's date (day precision keeps provider prompt caches warm).
+    pub date: String,
+    /// Operating system.
+    pub os: String,
+    /// `provider/model` in use.
+    pub model: String,
+    /// Channel the conversation happens on (`cli`, `telegram`, …).
+    pub channel: String,
+}
+
+/// How one bootstrap file made it into the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncludedFile {
+    /// File name.
+    pub name: String,
+    /// Its size on disk in characters.
+    pub original_chars: usize,
+    /// Characters that made it into the prompt.
+    pub included_chars: usize,
+}
+
+/// The assembled system prompt and a report of what went into it.
+#[derive(Debug, Clone)]
+pub struct SystemPrompt {
+    /// The text sent to the model.
+    pub text: String,
+    /// Bootstrap files included, in order.
+    pub files: Vec<IncludedFile>,
+}
+
+fn fill(template: &str, runtime: &RuntimeInfo) -> String {
+    template
+        .replace("{{name}}", &runtime.name)
+        .replace("{{workspace}}", &runtime.workspace)
+        .replace("{{date}}", &runtime.date)
+        .replace("{{os}}", &runtime.os)
+        .replace("{{model}}", &runtime.model)
+        .replace("{{channel}}", &runtime.channel)
+}
+
+/// Truncates one file to `cap` characters: 70 % head, 20 % tail, a marker between.
+pub fn cap_file(name: &str, content: &str, cap: usize) -> String {
+    truncate_middle(content, cap, HEAD_SHARE, TAIL_SHARE, |omitted| {
+        format!("\n\n[... {omitted} characters of {name} omitted; read the file for the rest ...]\n\n")
+    })
+}
+
+/// Builds the system prompt. Stable parts come first so provider prompt caches hit:
+/// base instructions, then the bootstrap files, then the runtime line.
+pub fn assemble(workspace: &dyn WorkspaceFiles, runtime: &RuntimeInfo, first_run: bool) -> SystemPrompt {
+    let mut text = fill(SYSTEM_PROMPT.load(workspace).trim_end(), runtime);
+    let mut files = Vec::new();
+    let mut budget = TOTAL_CAP;
+    let names = BOOTSTRAP_FILES.iter().copied().chain(first_run.then_some(FIRST_RUN_FILE));
+    for name in names {
+        let Some(content) = workspace.read(name) else { continue };
+        let content = content.trim();
+        if content.is_empty() {
+            continue;
+        }
+        if budget < MINIMUM_SLICE {
+            text.push_str(&format!("\n\n# {name}\n[omitted: the workspace files exceed {TOTAL_CAP} characters]"));
+            files.push(IncludedFile { name: name.to_owned(), original_chars: content.len(), included_chars: 0 });
+            continue;
+        }
+        let kept = cap_file(name, content, PER_FILE_CAP.min(budget));
+        budget = budget.saturating_sub(kept.len());
+        text.push_str(&format!("\n\n# {name}\n\n{kept}"));
+        files.push(IncludedFile { name: name.to_owned(), original_chars: content.len(), included_chars: kept.len() });
+    }
+    if first_run && files.iter().any(|file| file.name == FIRST_RUN_FILE) {
+        text.push_str("\n\n");
+        text.push_str(&fill(FIRST_RUN_PROMPT.load(workspace).trim_end(), runtime));
+    }
+    text.push_str("\n\n");
+    text.push_str(&fill(RUNTIME_PROMPT.load(workspace).trim_end(), runtime));
+    text.push('\n');
+    SystemPrompt { text, files }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::MemoryWorkspace;
+
+    fn runtime() -> RuntimeInfo {
+        RuntimeInfo {
+            name: "Squid".into(),
+            workspace: "/home/user/.squidbot/workspace".into(),
+            date: "2026-11-21".into(),
+            os: "linux".into(),
+            model: "local/test-model".into(),
+            channel: "cli".into(),
+        }
+    }
+
+    #[test]
+    fn files_appear_in_design_order_and_missing_ones_are_skipped() {
+        let workspace = MemoryWorkspace::new()
+            .with("USER.md", "user facts")
+            .with("SOUL.md", "soul")
+            .with("AGENTS.md", "agents");
+        let prompt = assemble(&workspace, &runtime(), false);
+        let names: Vec<_> = prompt.files.iter().map(|file| file.name.as_str()).collect();
+        assert_eq!(names, ["SOUL.md", "AGENTS.md", "USER.md"]);
+        let soul = prompt.text.find("# SOUL.md").unwrap();
+        let user = prompt.text.find("# USER.md").unwrap();
+        assert!(soul < user);
+    }
+
+    #[test]
+    fn bootstrap_file_only_on_first_run() {
+        let workspace = MemoryWorkspace::new().with("BOOTSTRAP.md", "say hello");
+        assert!(assemble(&workspace, &runtime(), true).text.contains("say hello"));
+        assert!(!assemble(&workspace, &runtime(), false).text.contains("say hello"));
+    }
+
+    #[test]
+    fn oversized_file_keeps_70_percent_head_and_20_percent_tail() {
+        let content = format!("{}{}{}", "h".repeat(30_000), "m".repeat(10_000), "t".repeat(30_000));
+        let kept = cap_file("AGENTS.md", &content, PER_FILE_CAP);
+        assert!(kept.starts_with(&"h".repeat(14_000)));
+        assert!(!kept.starts_with(&"h".repeat(14_001)));
+        assert!(kept.ends_with(&"t".repeat(4_000)));
+        assert!(!kept.ends_with(&"t".repeat(4_001)));
+        assert!(kept.contains("characters of AGENTS.md omitted"));
+        assert!(kept.len() <= PER_FILE_CAP);
+    }
+
+    #[test]
+    fn total_cap_limits_all_files_together() {
+        let mut workspace = MemoryWorkspace::new();
+        for name in BOOTSTRAP_FILES {
+            workspace = workspace.with(name, &"x".repeat(19_000));
+        }
+        let prompt = assemble(&workspace, &runtime(), false);
+        let included: usize = prompt.files.iter().map(|file| file.included_chars).sum();
+        assert!(included <= TOTAL_CAP, "{included}");
+        assert_eq!(prompt.files.last().unwrap().included_chars, 0);
+        assert!(prompt.text.contains("[omitted: the workspace files exceed"));
+    }
+
+    #[test]
+    fn workspace_prompt_override_wins() {
+        let workspace = MemoryWorkspace::new().with("prompts/system.md", "Custom base for {{name}}.");
+        let prompt = assemble(&workspace, &runtime(), false);
+        assert!(prompt.text.starts_with("Custom base for Squid."));
+    }
+
+    #[test]
+    fn default_prompt_snapshot() {
+        let prompt = assemble(&MemoryWorkspace::new(), &runtime(), false);
+        insta::assert_snapshot!(prompt.text);
+    }
+}

@@ -1,1 +1,297 @@
-//! placeholder
+//! The in-memory session tree: entries linked by `parent`, an active leaf, and the
+//! rebuild of provider-ready history along the active branch.
+
+use std::collections::{HashMap, HashSet};
+
+use squidbot_types::ChatMessage;
+use squidbot_types::message::ToolCall;
+use squidbot_types::session::{EntryBody, MessageRole, SessionEntry, SessionHeader};
+
+use crate::ids;
+use crate::store::LoadedSession;
+
+/// Text given to the model for a tool call whose result was never recorded
+/// (the turn was interrupted between the call and its result).
+pub const MISSING_RESULT: &str = "interrupted: no result was recorded for this call";
+
+/// A session's whole tree plus the branch new entries attach to.
+#[derive(Debug, Clone)]
+pub struct Session {
+    header: SessionHeader,
+    entries: Vec<SessionEntry>,
+    index: HashMap<String, usize>,
+    leaf: Option<String>,
+    persisted: bool,
+}
+
+impl Session {
+    /// A brand-new session that is not on disk yet.
+    pub fn new(header: SessionHeader) -> Self {
+        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, persisted: false }
+    }
+
+    /// A session read from the store; the active leaf is the last entry written.
+    pub fn from_loaded(loaded: LoadedSession) -> Self {
+        let mut session = Self::new(loaded.header);
+        session.persisted = true;
+        for entry in loaded.entries {
+            session.insert(entry);
+        }
+        session
+    }
+
+    fn insert(&mut self, entry: SessionEntry) {
+        self.leaf = Some(entry.id.clone());
+        self.index.insert(entry.id.clone(), self.entries.len());
+        self.entries.push(entry);
+    }
+
+    /// The header line.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The session key.
+    pub fn key(&self) -> &str {
+        &self.header.key
+    }
+
+    /// True once the header has been written to the store.
+    pub fn is_persisted(&self) -> bool {
+        self.persisted
+    }
+
+    /// Records that the header is now on disk.
+    pub fn mark_persisted(&mut self) {
+        self.persisted = true;
+    }
+
+    /// Every entry, in the order written.
+    pub fn entries(&self) -> &[SessionEntry] {
+        &self.entries
+    }
+
+    /// Looks an entry up by id.
+    pub fn entry(&self, id: &str) -> Option<&SessionEntry> {
+        self.index.get(id).and_then(|position| self.entries.get(*position))
+    }
+
+    /// The entry new entries will follow, `None` at the start of a new branch.
+    pub fn leaf(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// Makes the next entry a new root: a fresh conversation in the same file (`/new`).
+    pub fn start_new_branch(&mut self) {
+        self.leaf = None;
+    }
+
+    /// Moves the active leaf to an existing entry (used to fork); false if unknown.
+    pub fn checkout(&mut self, id: &str) -> bool {
+        if self.index.contains_key(id) {
+            self.leaf = Some(id.to_owned());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Adds an entry after the active leaf and returns a copy to persist.
+    pub fn push(&mut self, body: EntryBody, timestamp: String) -> SessionEntry {
+        let mut id = ids::entry_id();
+        while self.index.contains_key(&id) {
+            id = ids::entry_id();
+        }
+        let entry = SessionEntry { id, parent: self.leaf.clone(), timestamp, body };
+        self.insert(entry.clone());
+        entry
+    }
+
+    /// Entries from the root to the active leaf. A missing parent or a cycle ends the walk.
+    pub fn active_path(&self) -> Vec<&SessionEntry> {
+        let mut path = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = self.leaf.as_deref();
+        while let Some(id) = cursor {
+            if !seen.insert(id) {
+                break;
+            }
+            let Some(entry) = self.entry(id) else { break };
+            path.push(entry);
+            cursor = entry.parent.as_deref();
+        }
+        path.reverse();
+        path
+    }
+
+    /// Children of an entry (or the roots for `None`), in file order.
+    pub fn children(&self, parent: Option<&str>) -> Vec<&SessionEntry> {
+        self.entries.iter().filter(|entry| entry.parent.as_deref() == parent).collect()
+    }
+
+    /// True when the active branch holds no user or assistant message yet.
+    pub fn branch_is_empty(&self) -> bool {
+        !self.active_path().iter().any(|entry| matches!(entry.body, EntryBody::Message { .. }))
+    }
+
+    /// The model most recently chosen for this branch (last `model_change`).
+    pub fn current_model(&self) -> Option<String> {
+        self.active_path().iter().rev().find_map(|entry| match &entry.body {
+            EntryBody::ModelChange { new, .. } => Some(new.clone()),
+            EntryBody::Message { .. } | EntryBody::ToolCall { .. } | EntryBody::ToolResult { .. } => None,
+        })
+    }
+
+    /// Provider-ready history along the active branch. Every tool call gets exactly one
+    /// result right after its assistant message (a missing one becomes an error result),
+    /// orphan results are dropped, and empty interrupted replies are left out.
+    pub fn history(&self) -> Vec<ChatMessage> {
+        let mut raw: Vec<ChatMessage> = Vec::new();
+        for entry in self.active_path() {
+            match &entry.body {
+                EntryBody::Message { role: MessageRole::User, content, .. } => {
+                    raw.push(ChatMessage::User { content: content.clone() });
+                }
+                EntryBody::Message { role: MessageRole::Assistant, content, interrupted, .. } => {
+                    if content.is_empty() && *interrupted {
+                        continue;
+                    }
+                    raw.push(ChatMessage::Assistant { content: content.clone(), tool_calls: Vec::new() });
+                }
+                EntryBody::ToolCall { call_id, name, arguments } => {
+                    let call = ToolCall { id: call_id.clone(), name: name.clone(), arguments: arguments.clone() };
+                    match raw.last_mut() {
+                        Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                        _ => raw.push(ChatMessage::Assistant { content: String::new(), tool_calls: vec![call] }),
+                    }
+                }
+                EntryBody::ToolResult { call_id, name, content, is_error } => raw.push(ChatMessage::Tool {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content: content.clone(),
+                    is_error: *is_error,
+                }),
+                EntryBody::ModelChange { .. } => {}
+            }
+        }
+        repair_tool_pairs(raw)
+    }
+}
+
+/// Puts each assistant message's results right after it, in call order, filling gaps.
+fn repair_tool_pairs(raw: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut repaired = Vec::with_capacity(raw.len());
+    let mut iterator = raw.into_iter().peekable();
+    while let Some(message) = iterator.next() {
+        let ChatMessage::Assistant { tool_calls, .. } = &message else {
+            if matches!(message, ChatMessage::Tool { .. }) {
+                continue; // orphan: its call is not on this branch
+            }
+            repaired.push(message);
+            continue;
+        };
+        let calls = tool_calls.clone();
+        let mut results: HashMap<String, ChatMessage> = HashMap::new();
+        while let Some(ChatMessage::Tool { .. }) = iterator.peek() {
+            if let Some(ChatMessage::Tool { call_id, name, content, is_error }) = iterator.next() {
+                if calls.iter().any(|call| call.id == call_id) && !results.contains_key(&call_id) {
+                    results.insert(call_id.clone(), ChatMessage::Tool { call_id, name, content, is_error });
+                }
+            }
+        }
+        repaired.push(message);
+        for call in calls {
+            let result = results.remove(&call.id).unwrap_or_else(|| ChatMessage::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: MISSING_RESULT.to_owned(),
+                is_error: true,
+            });
+            repaired.push(result);
+        }
+    }
+    repaired
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use squidbot_types::session::{HeaderTag, SESSION_FORMAT_VERSION};
+
+    fn header() -> SessionHeader {
+        SessionHeader {
+            kind: HeaderTag::Header,
+            version: SESSION_FORMAT_VERSION,
+            id: "s".into(),
+            key: "cli:local".into(),
+            context: "owner".into(),
+            created: "2026-11-21T00:00:00Z".into(),
+        }
+    }
+
+    fn message(role: MessageRole, content: &str) -> EntryBody {
+        EntryBody::Message { role, content: content.into(), model: None, usage: None, interrupted: false }
+    }
+
+    #[test]
+    fn history_follows_the_active_branch_only() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "hello"), "t".into());
+        let fork_point = session.push(message(MessageRole::Assistant, "hi"), "t".into()).id;
+        session.push(message(MessageRole::User, "branch a"), "t".into());
+        assert!(session.checkout(&fork_point));
+        session.push(message(MessageRole::User, "branch b"), "t".into());
+        let history = session.history();
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[2], ChatMessage::user("branch b"));
+    }
+
+    #[test]
+    fn unanswered_tool_call_gets_an_error_result() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "list"), "t".into());
+        session.push(message(MessageRole::Assistant, ""), "t".into());
+        for id in ["a", "b"] {
+            session.push(
+                EntryBody::ToolCall { call_id: id.into(), name: "list_dir".into(), arguments: "{}".into() },
+                "t".into(),
+            );
+        }
+        session.push(
+            EntryBody::ToolResult { call_id: "b".into(), name: "list_dir".into(), content: "x".into(), is_error: false },
+            "t".into(),
+        );
+        let history = session.history();
+        assert_eq!(history.len(), 4, "{history:?}");
+        assert!(matches!(&history[2], ChatMessage::Tool { call_id, is_error: true, .. } if call_id == "a"));
+        assert!(matches!(&history[3], ChatMessage::Tool { call_id, is_error: false, .. } if call_id == "b"));
+    }
+
+    #[test]
+    fn new_branch_starts_an_empty_history() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "old"), "t".into());
+        session.start_new_branch();
+        assert!(session.branch_is_empty());
+        session.push(message(MessageRole::User, "fresh"), "t".into());
+        assert_eq!(session.history(), vec![ChatMessage::user("fresh")]);
+        assert_eq!(session.children(None).len(), 2);
+    }
+
+    #[test]
+    fn empty_interrupted_reply_is_left_out() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "q"), "t".into());
+        session.push(
+            EntryBody::Message {
+                role: MessageRole::Assistant,
+                content: String::new(),
+                model: None,
+                usage: None,
+                interrupted: true,
+            },
+            "t".into(),
+        );
+        assert_eq!(session.history(), vec![ChatMessage::user("q")]);
+    }
+}

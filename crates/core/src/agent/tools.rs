@@ -1,0 +1,87 @@
+//! Running the tool calls of one model reply: read-only calls together, mutating
+//! calls one at a time in order, every failure turned into a result for the model.
+
+use squidbot_types::message::ToolCall;
+
+use super::AgentEvents;
+use crate::tool::{ToolContext, ToolError, ToolOutput, ToolRegistry};
+
+/// Result of one call, paired with the call.
+pub(super) type CallResult<'a> = (&'a ToolCall, Result<ToolOutput, ToolError>);
+
+/// Runs `calls` and returns their results in call order.
+pub(super) async fn run_calls<'a>(
+    registry: &ToolRegistry,
+    calls: &'a [ToolCall],
+    context: &ToolContext,
+    events: &dyn AgentEvents,
+) -> Vec<CallResult<'a>> {
+    let mut results = Vec::with_capacity(calls.len());
+    let mut index = 0;
+    while index < calls.len() {
+        let mutating = |call: &ToolCall| registry.get(&call.name).is_none_or(|tool| tool.mutates());
+        let end = if mutating(&calls[index]) {
+            index + 1
+        } else {
+            calls[index..].iter().position(mutating).map_or(calls.len(), |offset| index + offset)
+        };
+        let batch = &calls[index..end];
+        for call in batch {
+            events.tool_started(call);
+        }
+        let outputs = futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context))).await;
+        for (call, output) in batch.iter().zip(outputs) {
+            events.tool_finished(call, output.is_err());
+            results.push((call, output));
+        }
+        index = end;
+    }
+    results
+}
+
+async fn run_one(registry: &ToolRegistry, call: &ToolCall, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+    if context.cancel.is_cancelled() {
+        return Err(ToolError::RespondToModel("cancelled by the user before it ran".into()));
+    }
+    let Some(tool) = registry.get(&call.name) else {
+        let available: Vec<&str> = registry.names().collect();
+        return Err(ToolError::RespondToModel(format!(
+            "unknown tool `{}`; available tools: {}",
+            call.name,
+            available.join(", ")
+        )));
+    };
+    let arguments = parse_call_arguments(&call.arguments)?;
+    tokio::select! {
+        biased;
+        () = context.cancel.cancelled() => Err(ToolError::RespondToModel("cancelled by the user".into())),
+        result = tool.call_boxed(arguments, context) => result,
+    }
+}
+
+/// Parses the model's argument text; empty means no arguments.
+fn parse_call_arguments(arguments: &str) -> Result<serde_json::Value, ToolError> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Value::Object(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+        Ok(_) => Err(ToolError::RespondToModel("invalid arguments: expected a JSON object".into())),
+        Err(error) => Err(ToolError::RespondToModel(format!(
+            "invalid JSON in the arguments ({error}); send the arguments again as one JSON object"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_argument_json_is_a_model_facing_error() {
+        let error = parse_call_arguments("{\"path\": ").unwrap_err();
+        assert!(matches!(error, ToolError::RespondToModel(message) if message.contains("invalid JSON")));
+        assert!(parse_call_arguments("").unwrap().is_object());
+        assert!(parse_call_arguments("[1]").is_err());
+    }
+}
