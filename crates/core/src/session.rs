@@ -193,10 +193,11 @@ fn repair_tool_pairs(raw: Vec<ChatMessage>) -> Vec<ChatMessage> {
         let calls = tool_calls.clone();
         let mut results: HashMap<String, ChatMessage> = HashMap::new();
         while let Some(ChatMessage::Tool { .. }) = iterator.peek() {
-            if let Some(ChatMessage::Tool { call_id, name, content, is_error }) = iterator.next() {
-                if calls.iter().any(|call| call.id == call_id) && !results.contains_key(&call_id) {
-                    results.insert(call_id.clone(), ChatMessage::Tool { call_id, name, content, is_error });
-                }
+            if let Some(ChatMessage::Tool { call_id, name, content, is_error }) = iterator.next()
+                && calls.iter().any(|call| call.id == call_id)
+                && !results.contains_key(&call_id)
+            {
+                results.insert(call_id.clone(), ChatMessage::Tool { call_id, name, content, is_error });
             }
         }
         repaired.push(message);

@@ -15,6 +15,20 @@ pub enum StoreError {
         /// Session key.
         key: String,
     },
+    /// `create` found the session already there.
+    #[error("can't create session {key}: it already exists")]
+    AlreadyExists {
+        /// Session key.
+        key: String,
+    },
+    /// The sessions directory could not be listed.
+    #[error("can't list sessions in {directory}: {reason}")]
+    List {
+        /// The directory.
+        directory: String,
+        /// The underlying error.
+        reason: String,
+    },
     /// The key can't name a session (empty, too long).
     #[error("can't use session key {key:?}: {reason}")]
     InvalidKey {
