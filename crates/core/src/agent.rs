@@ -265,9 +265,10 @@ impl Agent {
         };
         let mut warned_overflow = false;
         let mut overflow_retries = 0;
+        let mut overflow_budget = usize::MAX;
         while outcome.model_calls < self.settings.max_turns {
             let reserve = self.settings.max_tokens as usize + system.len() / 4 + tool_specs_chars(&tool_specs) / 4;
-            let budget = (self.settings.context_window as usize).saturating_sub(reserve) >> overflow_retries;
+            let budget = (self.settings.context_window as usize).saturating_sub(reserve).min(overflow_budget);
             let fitted = fit_history(session.history(), budget);
             if fitted.dropped > 0 && !warned_overflow {
                 warned_overflow = true;
@@ -294,7 +295,11 @@ impl Agent {
             let completion = match result {
                 Ok(completion) => completion,
                 Err(ProviderError::ContextOverflow { .. }) if overflow_retries < 3 => {
+                    // The provider counts tokens differently from our estimate: halve what
+                    // was sent and try again, at most three times.
                     overflow_retries += 1;
+                    overflow_budget = estimate_message_tokens(&request.messages) / 2;
+                    outcome.model_calls -= 1;
                     sink.take();
                     continue;
                 }
@@ -398,3 +403,6 @@ pub fn history_chars(messages: &[ChatMessage]) -> usize {
 pub fn estimate_message_tokens(messages: &[ChatMessage]) -> usize {
     text::estimate_tokens(history_chars(messages))
 }
+
+#[cfg(test)]
+mod tests;

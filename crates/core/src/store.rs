@@ -151,3 +151,5 @@ impl<T: SessionStore> DynSessionStore for T {
         Box::pin(self.list())
     }
 }
+
+pub mod memory;

@@ -1,0 +1,254 @@
+//! Unit tests of the agent loop with an in-process provider and tools.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use squidbot_types::session::EntryBody;
+
+use super::*;
+use crate::clock::FixedClock;
+use crate::provider::{Completion, LlmProvider, StopReason};
+use crate::store::memory::MemorySessionStore;
+use crate::tool::{Tool, ToolOutput};
+use crate::workspace::MemoryWorkspace;
+
+/// What the fake provider does for one request.
+enum Step {
+    Answer(Completion),
+    Fail(ProviderError),
+    StreamThenHang(&'static str),
+}
+
+struct FakeProvider {
+    steps: Mutex<VecDeque<Step>>,
+    requests: Mutex<Vec<CompletionRequest>>,
+}
+
+impl FakeProvider {
+    fn new(steps: Vec<Step>) -> Arc<Self> {
+        Arc::new(Self { steps: Mutex::new(steps.into()), requests: Mutex::new(Vec::new()) })
+    }
+
+    fn requests(&self) -> Vec<CompletionRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl LlmProvider for FakeProvider {
+    async fn complete<'a>(
+        &'a self,
+        request: &'a CompletionRequest,
+        sink: &'a dyn StreamSink,
+    ) -> Result<Completion, ProviderError> {
+        self.requests.lock().unwrap().push(request.clone());
+        let step = self.steps.lock().unwrap().pop_front().expect("script exhausted");
+        match step {
+            Step::Answer(completion) => {
+                sink.text_delta(&completion.content);
+                Ok(completion)
+            }
+            Step::Fail(error) => Err(error),
+            Step::StreamThenHang(text) => {
+                sink.text_delta(text);
+                std::future::pending().await
+            }
+        }
+    }
+}
+
+fn text(content: &str) -> Step {
+    Step::Answer(Completion {
+        content: content.into(),
+        tool_calls: Vec::new(),
+        usage: Usage { input_tokens: 10, output_tokens: 5, cached_input_tokens: 0 },
+        stop_reason: StopReason::EndTurn,
+        model: "fake/model".into(),
+    })
+}
+
+fn calls(calls: &[(&str, &str, &str)]) -> Step {
+    Step::Answer(Completion {
+        content: String::new(),
+        tool_calls: calls
+            .iter()
+            .map(|(id, name, arguments)| ToolCall { id: (*id).into(), name: (*name).into(), arguments: (*arguments).into() })
+            .collect(),
+        usage: Usage::default(),
+        stop_reason: StopReason::ToolUse,
+        model: "fake/model".into(),
+    })
+}
+
+/// A read-only tool that waits until `expected` calls are in flight at once, proving
+/// concurrency (run one at a time, it would time out).
+struct Rendezvous {
+    barrier: Arc<tokio::sync::Barrier>,
+}
+
+impl Tool for Rendezvous {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "rendezvous".into(),
+            description: "waits for its twin".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call<'a>(&'a self, _arguments: serde_json::Value, _context: &'a ToolContext) -> Result<ToolOutput, ToolError> {
+        match tokio::time::timeout(Duration::from_secs(5), self.barrier.wait()).await {
+            Ok(_) => Ok(ToolOutput::text("met")),
+            Err(_) => Err(ToolError::RespondToModel("twin never came".into())),
+        }
+    }
+}
+
+fn agent(provider: Arc<FakeProvider>, tools: ToolRegistry, max_turns: u32) -> (Agent, Arc<MemorySessionStore>) {
+    let store = Arc::new(MemorySessionStore::new());
+    let settings = AgentSettings {
+        model: "fake/model".into(),
+        max_turns,
+        max_tokens: 100,
+        temperature: None,
+        context_window: 10_000,
+        stream: true,
+        workspace: PathBuf::from("/tmp"),
+        runtime: RuntimeInfo::default(),
+        context: "owner".into(),
+    };
+    let agent = Agent::new(
+        provider,
+        tools,
+        store.clone(),
+        Arc::new(MemoryWorkspace::new().with("SOUL.md", "be kind")),
+        Arc::new(FixedClock(SystemTime::UNIX_EPOCH)),
+        settings,
+    );
+    (agent, store)
+}
+
+#[tokio::test]
+async fn text_reply_is_recorded_with_model_and_usage() {
+    let provider = FakeProvider::new(vec![text("hello there")]);
+    let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let outcome = agent.run_turn(&mut session, "hi", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.reply, "hello there");
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.usage.input_tokens, 10);
+    let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
+    let types: Vec<&str> = stored.entries.iter().map(|entry| entry.body.type_name()).collect();
+    assert_eq!(types, ["model_change", "message", "message"]);
+    assert!(provider.requests()[0].system.contains("be kind"));
+}
+
+#[tokio::test]
+async fn independent_read_only_calls_run_concurrently_and_results_go_back() {
+    let provider = FakeProvider::new(vec![calls(&[("a", "rendezvous", "{}"), ("b", "rendezvous", "{}")]), text("done")]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Rendezvous { barrier: Arc::new(tokio::sync::Barrier::new(2)) }));
+    let (agent, _) = agent(provider.clone(), tools, 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let outcome = agent.run_turn(&mut session, "go", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.reply, "done");
+    assert_eq!(outcome.tool_calls, 2);
+    let second = &provider.requests()[1].messages;
+    let results: Vec<_> = second
+        .iter()
+        .filter_map(|message| match message {
+            ChatMessage::Tool { call_id, content, is_error, .. } => Some((call_id.as_str(), content.as_str(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [("a", "met", false), ("b", "met", false)]);
+}
+
+#[tokio::test]
+async fn tool_failures_become_results_for_the_model() {
+    let provider = FakeProvider::new(vec![calls(&[("a", "no_such_tool", "{}"), ("b", "rendezvous", "{oops")]), text("sorry")]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Rendezvous { barrier: Arc::new(tokio::sync::Barrier::new(1)) }));
+    let (agent, _) = agent(provider.clone(), tools, 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let outcome = agent.run_turn(&mut session, "go", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.reply, "sorry");
+    let errors: Vec<String> = provider.requests()[1]
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            ChatMessage::Tool { content, is_error: true, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 2);
+    assert!(errors[0].contains("unknown tool `no_such_tool`"), "{errors:?}");
+    assert!(errors[1].contains("invalid JSON"), "{errors:?}");
+}
+
+#[tokio::test]
+async fn max_turns_stops_and_tells_the_user() {
+    let provider = FakeProvider::new(vec![calls(&[("a", "rendezvous", "{}")]), calls(&[("b", "rendezvous", "{}")])]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Rendezvous { barrier: Arc::new(tokio::sync::Barrier::new(1)) }));
+    let (agent, _) = agent(provider, tools, 2);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let outcome = agent.run_turn(&mut session, "loop", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.status, TurnStatus::MaxTurns);
+    assert!(outcome.reply.contains("max_turns = 2"), "{}", outcome.reply);
+    // The next turn's history is still valid: every call answered, the notice last.
+    let history = session.history();
+    assert!(matches!(history.last(), Some(ChatMessage::Assistant { content, .. }) if content.contains("max_turns")));
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_records_the_partial_reply_as_interrupted() {
+    let provider = FakeProvider::new(vec![Step::StreamThenHang("partial ans")]);
+    let (agent, store) = agent(provider, ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        trigger.cancel();
+    });
+    let outcome = agent.run_turn(&mut session, "hi", &SilentEvents, &cancel).await.unwrap();
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
+    let last = stored.entries.last().unwrap();
+    assert!(
+        matches!(&last.body, EntryBody::Message { content, interrupted: true, .. } if content == "partial ans"),
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn context_overflow_from_the_provider_retries_with_less_history() {
+    let overflow = || {
+        Step::Fail(ProviderError::ContextOverflow { provider: "fake".into(), message: "too long".into() })
+    };
+    let provider = FakeProvider::new(vec![text("one"), overflow(), text("fits now")]);
+    let (agent, _) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let big = "word ".repeat(3_000);
+    agent.run_turn(&mut session, &big, &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let outcome = agent.run_turn(&mut session, "again", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.reply, "fits now");
+    let requests = provider.requests();
+    assert_eq!(requests[1].messages.len(), 3);
+    assert_eq!(requests[2].messages, vec![ChatMessage::user("again")]);
+}
+
+#[tokio::test]
+async fn provider_errors_end_the_turn_and_keep_the_session_valid() {
+    let provider =
+        FakeProvider::new(vec![Step::Fail(ProviderError::Auth { provider: "fake".into(), message: "bad key".into() })]);
+    let (agent, _) = agent(provider, ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let error = agent.run_turn(&mut session, "hi", &SilentEvents, &CancellationToken::new()).await.unwrap_err();
+    assert!(error.to_string().contains("authentication failed"), "{error}");
+    assert_eq!(session.history(), vec![ChatMessage::user("hi")]);
+}

@@ -1,0 +1,68 @@
+//! A session store held in memory: for tests and benchmarks, never for real data.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
+
+use super::{LoadedSession, SessionStore, SessionSummary, StoreError};
+
+/// Sessions kept in a map.
+#[derive(Debug, Default)]
+pub struct MemorySessionStore {
+    sessions: Mutex<BTreeMap<String, (SessionHeader, Vec<SessionEntry>)>>,
+}
+
+impl MemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn poisoned(key: &str) -> StoreError {
+        StoreError::Io { action: "lock", key: key.to_owned(), reason: "the store lock is poisoned".into() }
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    async fn load<'a>(&'a self, key: &'a str) -> Result<Option<LoadedSession>, StoreError> {
+        let sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
+        Ok(sessions.get(key).map(|(header, entries)| LoadedSession {
+            header: header.clone(),
+            entries: entries.clone(),
+            warnings: Vec::new(),
+        }))
+    }
+
+    async fn create<'a>(&'a self, header: &'a SessionHeader) -> Result<(), StoreError> {
+        let mut sessions = self.sessions.lock().map_err(|_| Self::poisoned(&header.key))?;
+        if sessions.contains_key(&header.key) {
+            return Err(StoreError::AlreadyExists { key: header.key.clone() });
+        }
+        sessions.insert(header.key.clone(), (header.clone(), Vec::new()));
+        Ok(())
+    }
+
+    async fn append<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> Result<(), StoreError> {
+        let mut sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
+        let (_, stored) = sessions.get_mut(key).ok_or_else(|| StoreError::NotFound { key: key.to_owned() })?;
+        stored.extend_from_slice(entries);
+        Ok(())
+    }
+
+    async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let sessions = self.sessions.lock().map_err(|_| Self::poisoned("*"))?;
+        Ok(sessions
+            .iter()
+            .map(|(key, (header, entries))| SessionSummary {
+                key: key.clone(),
+                context: header.context.clone(),
+                created: header.created.clone(),
+                updated: entries.last().map_or_else(|| header.created.clone(), |entry| entry.timestamp.clone()),
+                entry_count: entries.len(),
+                message_count: entries.iter().filter(|entry| matches!(entry.body, EntryBody::Message { .. })).count(),
+                preview: String::new(),
+            })
+            .collect())
+    }
+}
