@@ -21,10 +21,7 @@ impl Clock for SystemClock {
 /// Formats a time as RFC 3339 in UTC with second precision.
 pub fn rfc3339(time: SystemTime) -> String {
     match jiff::Timestamp::try_from(time) {
-        Ok(timestamp) => timestamp
-            .round(jiff::Unit::Second)
-            .unwrap_or(timestamp)
-            .to_string(),
+        Ok(timestamp) => timestamp.round(jiff::Unit::Second).unwrap_or(timestamp).to_string(),
         Err(_) => "1970-01-01T00:00:00Z".to_owned(),
     }
 }

@@ -155,10 +155,8 @@ mod tests {
 
     #[test]
     fn files_appear_in_design_order_and_missing_ones_are_skipped() {
-        let workspace = MemoryWorkspace::new()
-            .with("USER.md", "user facts")
-            .with("SOUL.md", "soul")
-            .with("AGENTS.md", "agents");
+        let workspace =
+            MemoryWorkspace::new().with("USER.md", "user facts").with("SOUL.md", "soul").with("AGENTS.md", "agents");
         let prompt = assemble(&workspace, &runtime(), false);
         let names: Vec<_> = prompt.files.iter().map(|file| file.name.as_str()).collect();
         assert_eq!(names, ["SOUL.md", "AGENTS.md", "USER.md"]);

@@ -154,14 +154,10 @@ impl ProviderError {
     /// Worth moving to the next provider in the fallback chain.
     pub fn should_fall_back(&self) -> bool {
         match self {
-            Self::RateLimited { .. }
-            | Self::Transient { .. }
-            | Self::InvalidResponse { .. }
-            | Self::Auth { .. } => true,
-            Self::ContextOverflow { .. }
-            | Self::Rejected { .. }
-            | Self::Config { .. }
-            | Self::Cancelled => false,
+            Self::RateLimited { .. } | Self::Transient { .. } | Self::InvalidResponse { .. } | Self::Auth { .. } => {
+                true
+            }
+            Self::ContextOverflow { .. } | Self::Rejected { .. } | Self::Config { .. } | Self::Cancelled => false,
         }
     }
 }

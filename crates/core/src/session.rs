@@ -259,7 +259,12 @@ mod tests {
             );
         }
         session.push(
-            EntryBody::ToolResult { call_id: "b".into(), name: "list_dir".into(), content: "x".into(), is_error: false },
+            EntryBody::ToolResult {
+                call_id: "b".into(),
+                name: "list_dir".into(),
+                content: "x".into(),
+                is_error: false,
+            },
             "t".into(),
         );
         let history = session.history();

@@ -83,15 +83,9 @@ pub struct SessionSummary {
 /// Durable storage of session trees.
 pub trait SessionStore: Send + Sync {
     /// Reads a session, `Ok(None)` when it does not exist.
-    fn load<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> impl Future<Output = Result<Option<LoadedSession>, StoreError>> + Send + 'a;
+    fn load<'a>(&'a self, key: &'a str) -> impl Future<Output = Result<Option<LoadedSession>, StoreError>> + Send + 'a;
     /// Creates a session with the given header; fails if it already exists.
-    fn create<'a>(
-        &'a self,
-        header: &'a SessionHeader,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    fn create<'a>(&'a self, header: &'a SessionHeader) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
     /// Appends entries; they are on disk (flushed and synced) when this returns.
     fn append<'a>(
         &'a self,
@@ -105,45 +99,25 @@ pub trait SessionStore: Send + Sync {
 /// Object-safe companion of [`SessionStore`].
 pub trait DynSessionStore: Send + Sync {
     /// See [`SessionStore::load`].
-    fn load_boxed<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<LoadedSession>, StoreError>>;
+    fn load_boxed<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<LoadedSession>, StoreError>>;
     /// See [`SessionStore::create`].
-    fn create_boxed<'a>(
-        &'a self,
-        header: &'a SessionHeader,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn create_boxed<'a>(&'a self, header: &'a SessionHeader) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`SessionStore::append`].
-    fn append_boxed<'a>(
-        &'a self,
-        key: &'a str,
-        entries: &'a [SessionEntry],
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn append_boxed<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`SessionStore::list`].
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
 }
 
 impl<T: SessionStore> DynSessionStore for T {
-    fn load_boxed<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<LoadedSession>, StoreError>> {
+    fn load_boxed<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<LoadedSession>, StoreError>> {
         Box::pin(self.load(key))
     }
 
-    fn create_boxed<'a>(
-        &'a self,
-        header: &'a SessionHeader,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn create_boxed<'a>(&'a self, header: &'a SessionHeader) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.create(header))
     }
 
-    fn append_boxed<'a>(
-        &'a self,
-        key: &'a str,
-        entries: &'a [SessionEntry],
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append_boxed<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.append(key, entries))
     }
 

@@ -50,9 +50,7 @@ pub fn truncate_middle(
 
 /// Tool-output truncation: half head, half tail, the middle replaced by a note.
 pub fn truncate_output(text: &str, max_chars: usize) -> String {
-    truncate_middle(text, max_chars, 0.5, 0.5, |omitted| {
-        format!("\n\n[... {omitted} characters omitted ...]\n\n")
-    })
+    truncate_middle(text, max_chars, 0.5, 0.5, |omitted| format!("\n\n[... {omitted} characters omitted ...]\n\n"))
 }
 
 /// Rough token estimate (4 characters a token) used for context budgeting.

@@ -32,9 +32,7 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// Wraps text as a tool output.
     pub fn text(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-        }
+        Self { content: content.into() }
     }
 }
 
@@ -99,8 +97,7 @@ impl<T: Tool> DynTool for T {
 /// Parses a tool's JSON arguments into its typed argument struct, with an error the
 /// model can act on.
 pub fn parse_arguments<T: DeserializeOwned>(arguments: serde_json::Value) -> Result<T, ToolError> {
-    serde_json::from_value(arguments)
-        .map_err(|error| ToolError::RespondToModel(format!("invalid arguments: {error}")))
+    serde_json::from_value(arguments).map_err(|error| ToolError::RespondToModel(format!("invalid arguments: {error}")))
 }
 
 /// The tools available to one agent, by name.

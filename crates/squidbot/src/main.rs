@@ -1,1 +1,31 @@
-fn main() {}
+//! The `squidbot` binary: parses the command line and runs the chosen command.
+
+mod cli;
+mod commands;
+mod config;
+mod logging;
+mod paths;
+mod wiring;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: can't start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match commands::run(cli.command, &runtime) {
+        Ok(code) => code,
+        Err(error) => {
+            let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+            eprintln!("error: {}", chain.join(": "));
+            ExitCode::FAILURE
+        }
+    }
+}

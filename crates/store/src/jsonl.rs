@@ -34,10 +34,7 @@ pub struct JsonlSessionStore {
 impl JsonlSessionStore {
     /// A store keeping its files in `sessions_dir` (created when the first session is).
     pub fn new(sessions_dir: PathBuf) -> Self {
-        Self {
-            sessions_dir,
-            locks: KeyLocks::default(),
-        }
+        Self { sessions_dir, locks: KeyLocks::default() }
     }
 
     /// The directory holding the session files.
@@ -52,11 +49,7 @@ impl JsonlSessionStore {
 }
 
 /// Serializes one line per value, each ending in `\n`.
-fn encode_lines<T: serde::Serialize>(
-    values: &[T],
-    key: &str,
-    action: &'static str,
-) -> Result<Vec<u8>, StoreError> {
+fn encode_lines<T: serde::Serialize>(values: &[T], key: &str, action: &'static str) -> Result<Vec<u8>, StoreError> {
     let mut buffer = Vec::new();
     for value in values {
         serde_json::to_writer(&mut buffer, value).map_err(|error| StoreError::Io {
@@ -75,13 +68,11 @@ where
     T: Send + 'static,
     Work: FnOnce() -> Result<T, StoreError> + Send + 'static,
 {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|join_error| StoreError::Io {
-            action,
-            key: key.to_owned(),
-            reason: format!("the blocking file task failed: {join_error}"),
-        })?
+    tokio::task::spawn_blocking(work).await.map_err(|join_error| StoreError::Io {
+        action,
+        key: key.to_owned(),
+        reason: format!("the blocking file task failed: {join_error}"),
+    })?
 }
 
 impl SessionStore for JsonlSessionStore {
@@ -133,10 +124,7 @@ impl SessionStore for JsonlSessionStore {
 
     async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
         let directory = self.sessions_dir.clone();
-        run_blocking("list", file::LIST_KEY, move || {
-            file::list_sessions(&directory)
-        })
-        .await
+        run_blocking("list", file::LIST_KEY, move || file::list_sessions(&directory)).await
     }
 }
 
@@ -197,9 +185,7 @@ mod tests {
 
     #[test]
     fn invalid_keys_are_refused_before_touching_disk() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let store = JsonlSessionStore::new(PathBuf::from("/nonexistent/squidbot-store"));
         let error = runtime.block_on(store.load("")).unwrap_err();
         assert!(matches!(error, StoreError::InvalidKey { .. }), "{error}");

@@ -18,10 +18,7 @@ fn is_kept(byte: u8) -> bool {
 }
 
 fn invalid(key: &str, reason: String) -> StoreError {
-    StoreError::InvalidKey {
-        key: key.to_owned(),
-        reason,
-    }
+    StoreError::InvalidKey { key: key.to_owned(), reason }
 }
 
 /// The file stem (name without `.jsonl`) that stores the session `key`.
@@ -35,13 +32,7 @@ pub fn encode_key(key: &str) -> Result<String, StoreError> {
         return Err(invalid(key, "it is empty".to_owned()));
     }
     if key.len() > MAX_KEY_BYTES {
-        return Err(invalid(
-            key,
-            format!(
-                "it is {} bytes long and the limit is {MAX_KEY_BYTES}",
-                key.len()
-            ),
-        ));
+        return Err(invalid(key, format!("it is {} bytes long and the limit is {MAX_KEY_BYTES}", key.len())));
     }
     let mut encoded = String::with_capacity(key.len());
     for (index, byte) in key.bytes().enumerate() {
@@ -57,10 +48,7 @@ pub fn encode_key(key: &str) -> Result<String, StoreError> {
     if encoded.len() > MAX_FILE_STEM_BYTES {
         return Err(invalid(
             key,
-            format!(
-                "its file name would be {} bytes long and the limit is {MAX_FILE_STEM_BYTES}",
-                encoded.len()
-            ),
+            format!("its file name would be {} bytes long and the limit is {MAX_FILE_STEM_BYTES}", encoded.len()),
         ));
     }
     Ok(encoded)
@@ -102,13 +90,9 @@ mod tests {
 
     #[test]
     fn common_keys_stay_readable() {
-        for key in [
-            "cli:local",
-            "telegram:12345",
-            "matrix:@user:example.org",
-            "email:a@b.c",
-            "discord:guild-1_channel+2",
-        ] {
+        for key in
+            ["cli:local", "telegram:12345", "matrix:@user:example.org", "email:a@b.c", "discord:guild-1_channel+2"]
+        {
             assert_eq!(encode_key(key).unwrap(), key);
         }
     }
@@ -162,10 +146,7 @@ mod tests {
     fn empty_and_long_keys_are_refused() {
         assert!(matches!(encode_key(""), Err(StoreError::InvalidKey { .. })));
         let long = "x".repeat(MAX_KEY_BYTES + 1);
-        assert!(matches!(
-            encode_key(&long),
-            Err(StoreError::InvalidKey { .. })
-        ));
+        assert!(matches!(encode_key(&long), Err(StoreError::InvalidKey { .. })));
     }
 
     #[test]
@@ -179,9 +160,7 @@ mod tests {
 
     #[test]
     fn non_canonical_stems_are_not_keys() {
-        for stem in [
-            "", ".hidden", "a/b", "a b", "%2e", "%41", "%", "%4", "%ZZ", "%FF", "%C3",
-        ] {
+        for stem in ["", ".hidden", "a/b", "a b", "%2e", "%41", "%", "%4", "%ZZ", "%FF", "%C3"] {
             assert_eq!(decode_key(stem), None, "{stem:?}");
         }
     }

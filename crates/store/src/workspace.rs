@@ -50,9 +50,7 @@ impl FsWorkspace {
         }
         // The file may grow after the size check: read one byte past the limit to notice.
         let mut bytes = Vec::new();
-        file.take(MAX_WORKSPACE_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(Refusal::Unreadable)?;
+        file.take(MAX_WORKSPACE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(Refusal::Unreadable)?;
         let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         if read > MAX_WORKSPACE_FILE_BYTES {
             return Err(Refusal::TooLarge { size: read });
@@ -139,10 +137,7 @@ mod tests {
         fs::create_dir(directory.path().join("prompts")).unwrap();
         fs::write(directory.path().join("prompts/system.md"), "system").unwrap();
         assert_eq!(workspace.read("SOUL.md").as_deref(), Some("be kind"));
-        assert_eq!(
-            workspace.read("prompts/system.md").as_deref(),
-            Some("system")
-        );
+        assert_eq!(workspace.read("prompts/system.md").as_deref(), Some("system"));
     }
 
     #[test]
@@ -176,11 +171,7 @@ mod tests {
         let (directory, workspace) = workspace();
         let outside = tempfile::tempdir().unwrap();
         fs::write(outside.path().join("secret"), "secret").unwrap();
-        std::os::unix::fs::symlink(
-            outside.path().join("secret"),
-            directory.path().join("SOUL.md"),
-        )
-        .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), directory.path().join("SOUL.md")).unwrap();
         std::os::unix::fs::symlink(outside.path(), directory.path().join("prompts")).unwrap();
         assert_eq!(workspace.read("SOUL.md"), None);
         assert_eq!(workspace.read("prompts/secret"), None);

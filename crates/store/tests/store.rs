@@ -9,9 +9,7 @@ use std::sync::Arc;
 use squidbot_core::store::{DynSessionStore, SessionStore, StoreError};
 use squidbot_core::workspace::WorkspaceFiles;
 use squidbot_store::{FsWorkspace, JsonlSessionStore, MAX_WORKSPACE_FILE_BYTES, encode_key};
-use squidbot_types::session::{
-    EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader,
-};
+use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 
 fn header(key: &str, created: &str) -> SessionHeader {
     SessionHeader {
@@ -24,24 +22,12 @@ fn header(key: &str, created: &str) -> SessionHeader {
     }
 }
 
-fn message(
-    id: &str,
-    parent: Option<&str>,
-    role: MessageRole,
-    content: &str,
-    timestamp: &str,
-) -> SessionEntry {
+fn message(id: &str, parent: Option<&str>, role: MessageRole, content: &str, timestamp: &str) -> SessionEntry {
     SessionEntry {
         id: id.to_owned(),
         parent: parent.map(str::to_owned),
         timestamp: timestamp.to_owned(),
-        body: EntryBody::Message {
-            role,
-            content: content.to_owned(),
-            model: None,
-            usage: None,
-            interrupted: false,
-        },
+        body: EntryBody::Message { role, content: content.to_owned(), model: None, usage: None, interrupted: false },
     }
 }
 
@@ -73,13 +59,7 @@ async fn tree_round_trips_through_create_append_load() {
 
     let trunk = vec![
         user("u1", None, "hello", "2026-01-01T00:00:01Z"),
-        message(
-            "a1",
-            Some("u1"),
-            MessageRole::Assistant,
-            "hi",
-            "2026-01-01T00:00:02Z",
-        ),
+        message("a1", Some("u1"), MessageRole::Assistant, "hi", "2026-01-01T00:00:02Z"),
     ];
     let branches = vec![
         user("u2", Some("a1"), "first branch", "2026-01-01T00:00:03Z"),
@@ -93,12 +73,7 @@ async fn tree_round_trips_through_create_append_load() {
                 arguments: "{\"path\":\"x\\ny\"}".into(),
             },
         },
-        user(
-            "u3",
-            Some("a1"),
-            "second branch\nwith two lines",
-            "2026-01-01T00:00:05Z",
-        ),
+        user("u3", Some("a1"), "second branch\nwith two lines", "2026-01-01T00:00:05Z"),
     ];
     store.append("cli:local", &trunk).await.unwrap();
     store.append("cli:local", &branches).await.unwrap();
@@ -108,18 +83,10 @@ async fn tree_round_trips_through_create_append_load() {
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     let expected: Vec<SessionEntry> = trunk.into_iter().chain(branches).collect();
     assert_eq!(loaded.entries, expected);
-    let children_of_a1 = loaded
-        .entries
-        .iter()
-        .filter(|entry| entry.parent.as_deref() == Some("a1"))
-        .count();
+    let children_of_a1 = loaded.entries.iter().filter(|entry| entry.parent.as_deref() == Some("a1")).count();
     assert_eq!(children_of_a1, 2);
 
-    let text = fs::read_to_string(session_file(
-        &directory.path().join("sessions"),
-        "cli:local",
-    ))
-    .unwrap();
+    let text = fs::read_to_string(session_file(&directory.path().join("sessions"), "cli:local")).unwrap();
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(text.ends_with('\n'));
 }
@@ -129,17 +96,8 @@ async fn creating_twice_fails_and_keeps_the_first() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     create(&store, "telegram:12345", "2026-01-01T00:00:00Z").await;
-    store
-        .append(
-            "telegram:12345",
-            &[user("u1", None, "kept", "2026-01-01T00:00:01Z")],
-        )
-        .await
-        .unwrap();
-    let error = store
-        .create(&header("telegram:12345", "2026-02-02T00:00:00Z"))
-        .await
-        .unwrap_err();
+    store.append("telegram:12345", &[user("u1", None, "kept", "2026-01-01T00:00:01Z")]).await.unwrap();
+    let error = store.create(&header("telegram:12345", "2026-02-02T00:00:00Z")).await.unwrap_err();
     assert!(matches!(&error, StoreError::AlreadyExists { key } if key == "telegram:12345"), "{error}");
     assert!(error.to_string().contains("already exists"), "{error}");
     let loaded = store.load("telegram:12345").await.unwrap().unwrap();
@@ -152,21 +110,12 @@ async fn missing_sessions_and_invalid_keys() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     assert!(store.load("cli:nobody").await.unwrap().is_none());
-    let error = store
-        .append(
-            "cli:nobody",
-            &[user("u1", None, "x", "2026-01-01T00:00:01Z")],
-        )
-        .await
-        .unwrap_err();
+    let error = store.append("cli:nobody", &[user("u1", None, "x", "2026-01-01T00:00:01Z")]).await.unwrap_err();
     assert!(matches!(error, StoreError::NotFound { .. }), "{error}");
     assert!(!session_file(directory.path(), "cli:nobody").exists());
 
     for key in [String::new(), "x".repeat(201)] {
-        let error = store
-            .create(&header(&key, "2026-01-01T00:00:00Z"))
-            .await
-            .unwrap_err();
+        let error = store.create(&header(&key, "2026-01-01T00:00:00Z")).await.unwrap_err();
         assert!(matches!(error, StoreError::InvalidKey { .. }), "{error}");
         let error = store.load(&key).await.unwrap_err();
         assert!(matches!(error, StoreError::InvalidKey { .. }), "{error}");
@@ -183,19 +132,12 @@ async fn append_after_a_torn_line_starts_a_new_line() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     create(&store, "cli:local", "2026-01-01T00:00:00Z").await;
-    store
-        .append(
-            "cli:local",
-            &[user("u1", None, "before", "2026-01-01T00:00:01Z")],
-        )
-        .await
-        .unwrap();
+    store.append("cli:local", &[user("u1", None, "before", "2026-01-01T00:00:01Z")]).await.unwrap();
 
     // A crash in the middle of a write leaves half a line and no newline.
     let path = session_file(directory.path(), "cli:local");
     let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-    file.write_all(br#"{"id":"a1","parent":"u1","timestamp":"2026-01-01T00:00:02Z","type":"mess"#)
-        .unwrap();
+    file.write_all(br#"{"id":"a1","parent":"u1","timestamp":"2026-01-01T00:00:02Z","type":"mess"#).unwrap();
     drop(file);
 
     let torn = store.load("cli:local").await.unwrap().unwrap();
@@ -210,19 +152,11 @@ async fn append_after_a_torn_line_starts_a_new_line() {
     store.append("cli:local", &after).await.unwrap();
 
     let loaded = store.load("cli:local").await.unwrap().unwrap();
-    let ids: Vec<&str> = loaded
-        .entries
-        .iter()
-        .map(|entry| entry.id.as_str())
-        .collect();
+    let ids: Vec<&str> = loaded.entries.iter().map(|entry| entry.id.as_str()).collect();
     assert_eq!(ids, ["u1", "u2", "u3"]);
     assert_eq!(loaded.entries[1..], after[..]);
     assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
-    assert!(
-        loaded.warnings[0].contains("line 3"),
-        "{:?}",
-        loaded.warnings
-    );
+    assert!(loaded.warnings[0].contains("line 3"), "{:?}", loaded.warnings);
     assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
 }
 
@@ -231,32 +165,18 @@ async fn garbage_lines_are_skipped_with_warnings() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     create(&store, "email:a@b.c", "2026-01-01T00:00:00Z").await;
-    store
-        .append(
-            "email:a@b.c",
-            &[user("u1", None, "one", "2026-01-01T00:00:01Z")],
-        )
-        .await
-        .unwrap();
+    store.append("email:a@b.c", &[user("u1", None, "one", "2026-01-01T00:00:01Z")]).await.unwrap();
     let path = session_file(directory.path(), "email:a@b.c");
     let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-    file.write_all(b"this is not json\n{\"id\":\"x\",\"parent\":null,\"timestamp\":\"t\",\"type\":\"from_the_future\"}\n[1,2,3]\n")
-        .unwrap();
+    file.write_all(
+        b"this is not json\n{\"id\":\"x\",\"parent\":null,\"timestamp\":\"t\",\"type\":\"from_the_future\"}\n[1,2,3]\n",
+    )
+    .unwrap();
     drop(file);
-    store
-        .append(
-            "email:a@b.c",
-            &[user("u2", Some("u1"), "two", "2026-01-01T00:00:02Z")],
-        )
-        .await
-        .unwrap();
+    store.append("email:a@b.c", &[user("u2", Some("u1"), "two", "2026-01-01T00:00:02Z")]).await.unwrap();
 
     let loaded = store.load("email:a@b.c").await.unwrap().unwrap();
-    let ids: Vec<&str> = loaded
-        .entries
-        .iter()
-        .map(|entry| entry.id.as_str())
-        .collect();
+    let ids: Vec<&str> = loaded.entries.iter().map(|entry| entry.id.as_str()).collect();
     assert_eq!(ids, ["u1", "u2"]);
     assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
     for (warning, line) in loaded.warnings.iter().zip(["line 3", "line 4", "line 5"]) {
@@ -270,8 +190,7 @@ async fn concurrent_appends_to_one_key_stay_intact() {
     const APPENDS: usize = 25;
     let directory = tempfile::tempdir().unwrap();
     // Through the object-safe companion, as the binary wires it.
-    let store: Arc<dyn DynSessionStore> =
-        Arc::new(JsonlSessionStore::new(directory.path().to_path_buf()));
+    let store: Arc<dyn DynSessionStore> = Arc::new(JsonlSessionStore::new(directory.path().to_path_buf()));
     let header = header("cli:local", "2026-01-01T00:00:00Z");
     store.create_boxed(&header).await.unwrap();
 
@@ -282,12 +201,7 @@ async fn concurrent_appends_to_one_key_stay_intact() {
             // Long content makes each write large enough to tear if writes interleaved.
             let content = format!("task {task} ").repeat(500);
             for index in 0..APPENDS {
-                let entry = user(
-                    &format!("t{task}-{index}"),
-                    None,
-                    &content,
-                    "2026-01-01T00:00:01Z",
-                );
+                let entry = user(&format!("t{task}-{index}"), None, &content, "2026-01-01T00:00:01Z");
                 store.append_boxed("cli:local", &[entry]).await.unwrap();
             }
         }));
@@ -301,11 +215,8 @@ async fn concurrent_appends_to_one_key_stay_intact() {
     assert_eq!(loaded.entries.len(), TASKS * APPENDS);
     for task in 0..TASKS {
         let prefix = format!("t{task}-");
-        let order: Vec<usize> = loaded
-            .entries
-            .iter()
-            .filter_map(|entry| entry.id.strip_prefix(&prefix)?.parse().ok())
-            .collect();
+        let order: Vec<usize> =
+            loaded.entries.iter().filter_map(|entry| entry.id.strip_prefix(&prefix)?.parse().ok()).collect();
         assert_eq!(order, (0..APPENDS).collect::<Vec<_>>(), "task {task}");
     }
     let text = fs::read_to_string(session_file(directory.path(), "cli:local")).unwrap();
@@ -316,22 +227,10 @@ async fn concurrent_appends_to_one_key_stay_intact() {
 async fn list_orders_by_update_and_previews_the_last_user_message() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
-    assert!(
-        JsonlSessionStore::new(directory.path().join("absent"))
-            .list()
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(JsonlSessionStore::new(directory.path().join("absent")).list().await.unwrap().is_empty());
 
     create(&store, "cli:old", "2026-01-01T00:00:00Z").await;
-    store
-        .append(
-            "cli:old",
-            &[user("u1", None, "old question", "2026-01-02T00:00:00Z")],
-        )
-        .await
-        .unwrap();
+    store.append("cli:old", &[user("u1", None, "old question", "2026-01-02T00:00:00Z")]).await.unwrap();
 
     create(&store, "cli:new", "2026-01-01T00:00:00Z").await;
     let long = format!("latest\nquestion {}", "x".repeat(100));
@@ -341,21 +240,12 @@ async fn list_orders_by_update_and_previews_the_last_user_message() {
             &[
                 user("u1", None, "earlier question", "2026-01-03T00:00:00Z"),
                 user("u2", Some("u1"), &long, "2026-01-03T00:00:01Z"),
-                message(
-                    "a1",
-                    Some("u2"),
-                    MessageRole::Assistant,
-                    "answer",
-                    "2026-01-03T00:00:02Z",
-                ),
+                message("a1", Some("u2"), MessageRole::Assistant, "answer", "2026-01-03T00:00:02Z"),
                 SessionEntry {
                     id: "m1".into(),
                     parent: Some("a1".into()),
                     timestamp: "2026-01-03T00:00:03Z".into(),
-                    body: EntryBody::ModelChange {
-                        previous: "a/x".into(),
-                        new: "b/y".into(),
-                    },
+                    body: EntryBody::ModelChange { previous: "a/x".into(), new: "b/y".into() },
                 },
             ],
         )
@@ -372,10 +262,7 @@ async fn list_orders_by_update_and_previews_the_last_user_message() {
     fs::create_dir(directory.path().join("folder.jsonl")).unwrap();
 
     let summaries = store.list().await.unwrap();
-    let keys: Vec<&str> = summaries
-        .iter()
-        .map(|summary| summary.key.as_str())
-        .collect();
+    let keys: Vec<&str> = summaries.iter().map(|summary| summary.key.as_str()).collect();
     assert_eq!(keys, ["cli:new", "cli:empty", "cli:old"]);
 
     let newest = &summaries[0];
@@ -385,11 +272,7 @@ async fn list_orders_by_update_and_previews_the_last_user_message() {
     assert_eq!(newest.entry_count, 4);
     assert_eq!(newest.message_count, 3);
     assert_eq!(newest.preview.chars().count(), 60);
-    assert!(
-        newest.preview.starts_with("latest question xxx"),
-        "{}",
-        newest.preview
-    );
+    assert!(newest.preview.starts_with("latest question xxx"), "{}", newest.preview);
     assert!(!newest.preview.contains('\n'));
 
     let empty = &summaries[1];
@@ -424,23 +307,10 @@ async fn tricky_keys_round_trip_through_list() {
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names.len(), keys.len());
-    assert!(
-        names
-            .iter()
-            .all(|name| !name.starts_with('.') && name.ends_with(".jsonl"))
-    );
-    assert!(
-        names.contains("matrix:@user:example.org.jsonl"),
-        "{names:?}"
-    );
+    assert!(names.iter().all(|name| !name.starts_with('.') && name.ends_with(".jsonl")));
+    assert!(names.contains("matrix:@user:example.org.jsonl"), "{names:?}");
 
-    let listed: BTreeSet<String> = store
-        .list()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|summary| summary.key)
-        .collect();
+    let listed: BTreeSet<String> = store.list().await.unwrap().into_iter().map(|summary| summary.key).collect();
     let expected: BTreeSet<String> = keys.iter().map(|key| (*key).to_owned()).collect();
     assert_eq!(listed, expected);
     for key in keys {
@@ -462,14 +332,8 @@ fn workspace_reads_only_plain_small_files_inside_root() {
     let workspace = FsWorkspace::new(root.clone());
 
     assert_eq!(workspace.read("SOUL.md").as_deref(), Some("soul"));
-    assert_eq!(
-        workspace.read("prompts/system.md").as_deref(),
-        Some("system")
-    );
-    assert_eq!(
-        workspace.read("exact.md").map(|text| text.len()),
-        Some(limit)
-    );
+    assert_eq!(workspace.read("prompts/system.md").as_deref(), Some("system"));
+    assert_eq!(workspace.read("exact.md").map(|text| text.len()), Some(limit));
     assert_eq!(workspace.read("../x"), None);
     assert_eq!(workspace.read("prompts/../../x"), None);
     let absolute = root.join("SOUL.md");

@@ -1,1 +1,23 @@
-//! squidbot-testkit
+//! Test doubles for squidbot: a scripted LLM server that speaks the real OpenAI and Anthropic wire formats and checks every request it receives.
+//!
+//! ```no_run
+//! # async fn example() {
+//! use squidbot_testkit::{Reply, ScriptedLlm};
+//! let llm = ScriptedLlm::start().await;
+//! llm.push(Reply::tool_call("read_file", serde_json::json!({"path": "notes.md"})));
+//! llm.push(Reply::text("The notes say hello."));
+//! // point the client under test at llm.base_url(), run it, then:
+//! llm.assert_clean();
+//! # }
+//! ```
+
+mod anthropic;
+mod exchange;
+pub mod invariants;
+mod openai;
+mod script;
+mod server;
+mod sse;
+
+pub use script::{ErrorKind, RecordedRequest, Reply, ScriptedCall, Wire};
+pub use server::{ScriptedLlm, ServerError, run_fixed_reply};

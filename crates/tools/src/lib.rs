@@ -1,1 +1,118 @@
-//! squidbot-tools
+//! squidbot's built-in tools: reading, writing, editing and searching files, and the shell.
+
+mod atomic;
+pub mod edit_file;
+pub mod exec;
+pub mod find;
+pub mod grep;
+pub mod list_dir;
+pub mod path_guard;
+pub mod read_file;
+pub mod safety;
+mod scan;
+mod schema;
+pub mod write_file;
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use squidbot_core::tool::{DynTool, ToolError, parse_arguments};
+use squidbot_types::config::ToolsConfig;
+
+pub use edit_file::EditFileTool;
+pub use exec::ExecTool;
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use list_dir::ListDirTool;
+pub use path_guard::PathGuard;
+pub use read_file::ReadFileTool;
+pub use safety::{CommandPolicy, PolicyError, Refusal};
+pub use write_file::WriteFileTool;
+
+/// The seven built-in tools (`read_file`, `write_file`, `edit_file`, `list_dir`, `grep`,
+/// `find`, `exec`) configured from `[tools]`.
+pub fn builtin_tools(config: &ToolsConfig) -> Vec<Arc<dyn DynTool>> {
+    let guard = PathGuard::new(config.restrict_to_workspace);
+    vec![
+        Arc::new(ReadFileTool::new(guard)),
+        Arc::new(WriteFileTool::new(guard)),
+        Arc::new(EditFileTool::new(guard)),
+        Arc::new(ListDirTool::new(guard)),
+        Arc::new(GrepTool::new(guard)),
+        Arc::new(FindTool::new(guard)),
+        Arc::new(ExecTool::new(guard, &config.exec)),
+    ]
+}
+
+/// Characters the specs of `tools` add to every request, serialized as a JSON array.
+pub fn tool_specs_size(tools: &[Arc<dyn DynTool>]) -> usize {
+    let specs: Vec<_> = tools.iter().map(|tool| tool.spec()).collect();
+    serde_json::to_string(&specs).map(|text| text.len()).unwrap_or(0)
+}
+
+/// Like [`parse_arguments`], but reads a missing (`null`) arguments value as `{}` so tools
+/// whose fields are all optional accept it.
+pub(crate) fn parse<T: DeserializeOwned>(arguments: serde_json::Value) -> Result<T, ToolError> {
+    let arguments = match arguments {
+        serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+        other => other,
+    };
+    parse_arguments(arguments)
+}
+
+/// Turns an IO failure on a model-supplied path into a message the model can act on.
+pub(crate) fn io_refusal(action: &str, shown: &str, error: &std::io::Error) -> ToolError {
+    let reason = match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_owned(),
+        std::io::ErrorKind::NotADirectory => "a parent of it is not a directory".to_owned(),
+        _ => error.to_string(),
+    };
+    ToolError::RespondToModel(format!("can't {action} {shown}: {reason}"))
+}
+
+/// A failure of the blocking thread pool, which the model can't do anything about.
+pub(crate) fn join_failure(action: &str, error: &tokio::task::JoinError) -> ToolError {
+    ToolError::Fatal(format!("can't {action}: worker thread failed: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_seven_specs_fit_the_budget() {
+        let tools = builtin_tools(&ToolsConfig::default());
+        let size = tool_specs_size(&tools);
+        for tool in &tools {
+            let spec = tool.spec();
+            println!(
+                "{} ({} chars): {}",
+                spec.name,
+                spec.serialized_len(),
+                serde_json::to_string(&spec).unwrap_or_default()
+            );
+        }
+        println!("total tool spec size: {size} characters");
+        assert_eq!(tools.len(), 7);
+        assert!(size < 3_000, "tool specs take {size} characters");
+    }
+
+    #[test]
+    fn only_writers_mutate() {
+        let tools = builtin_tools(&ToolsConfig::default());
+        let mutating: Vec<String> = tools.iter().filter(|tool| tool.mutates()).map(|tool| tool.spec().name).collect();
+        assert_eq!(mutating, ["write_file", "edit_file", "exec"]);
+    }
+
+    #[test]
+    fn null_arguments_read_as_an_empty_object() {
+        #[derive(serde::Deserialize)]
+        struct Empty {
+            #[allow(dead_code)]
+            path: Option<String>,
+        }
+        assert!(parse::<Empty>(serde_json::Value::Null).is_ok());
+    }
+}

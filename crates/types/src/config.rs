@@ -122,10 +122,7 @@ pub struct ToolsConfig {
 
 impl Default for ToolsConfig {
     fn default() -> Self {
-        Self {
-            restrict_to_workspace: true,
-            exec: ExecConfig::default(),
-        }
+        Self { restrict_to_workspace: true, exec: ExecConfig::default() }
     }
 }
 
@@ -145,12 +142,7 @@ pub struct ExecConfig {
 
 impl Default for ExecConfig {
     fn default() -> Self {
-        Self {
-            timeout_secs: 60,
-            max_output_chars: 30_000,
-            blocked_patterns: Vec::new(),
-            pass_env: Vec::new(),
-        }
+        Self { timeout_secs: 60, max_output_chars: 30_000, blocked_patterns: Vec::new(), pass_env: Vec::new() }
     }
 }
 
@@ -185,9 +177,6 @@ pub struct LoggingConfig {
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        Self {
-            level: "warn".into(),
-            format: LogFormat::Text,
-        }
+        Self { level: "warn".into(), format: LogFormat::Text }
     }
 }

@@ -47,39 +47,26 @@ pub enum ChatMessage {
 impl ChatMessage {
     /// Builds a user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Self::User {
-            content: content.into(),
-        }
+        Self::User { content: content.into() }
     }
 
     /// Builds an assistant message without tool calls.
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self::Assistant {
-            content: content.into(),
-            tool_calls: Vec::new(),
-        }
+        Self::Assistant { content: content.into(), tool_calls: Vec::new() }
     }
 
     /// Rough size in characters, used for token estimates.
     pub fn char_len(&self) -> usize {
         match self {
             Self::User { content } => content.len(),
-            Self::Assistant {
-                content,
-                tool_calls,
-            } => {
+            Self::Assistant { content, tool_calls } => {
                 content.len()
                     + tool_calls
                         .iter()
                         .map(|call| call.name.len() + call.arguments.len() + call.id.len())
                         .sum::<usize>()
             }
-            Self::Tool {
-                content,
-                name,
-                call_id,
-                ..
-            } => content.len() + name.len() + call_id.len(),
+            Self::Tool { content, name, call_id, .. } => content.len() + name.len() + call_id.len(),
         }
     }
 }

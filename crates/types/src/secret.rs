@@ -61,10 +61,7 @@ mod tests {
         let secret = Secret::new("sk-very-secret");
         assert_eq!(format!("{secret}"), REDACTED);
         assert_eq!(format!("{secret:?}"), REDACTED);
-        assert_eq!(
-            serde_json::to_string(&secret).unwrap(),
-            format!("\"{REDACTED}\"")
-        );
+        assert_eq!(serde_json::to_string(&secret).unwrap(), format!("\"{REDACTED}\""));
         assert_eq!(secret.expose(), "sk-very-secret");
     }
 }

@@ -16,9 +16,7 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// Characters this spec adds to a request, as serialized JSON.
     pub fn serialized_len(&self) -> usize {
-        serde_json::to_string(self)
-            .map(|text| text.len())
-            .unwrap_or(0)
+        serde_json::to_string(self).map(|text| text.len()).unwrap_or(0)
     }
 }
 
@@ -26,7 +24,5 @@ impl ToolSpec {
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }

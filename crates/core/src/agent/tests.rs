@@ -72,7 +72,11 @@ fn calls(calls: &[(&str, &str, &str)]) -> Step {
         content: String::new(),
         tool_calls: calls
             .iter()
-            .map(|(id, name, arguments)| ToolCall { id: (*id).into(), name: (*name).into(), arguments: (*arguments).into() })
+            .map(|(id, name, arguments)| ToolCall {
+                id: (*id).into(),
+                name: (*name).into(),
+                arguments: (*arguments).into(),
+            })
             .collect(),
         usage: Usage::default(),
         stop_reason: StopReason::ToolUse,
@@ -99,7 +103,11 @@ impl Tool for Rendezvous {
         false
     }
 
-    async fn call<'a>(&'a self, _arguments: serde_json::Value, _context: &'a ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call<'a>(
+        &'a self,
+        _arguments: serde_json::Value,
+        _context: &'a ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         match tokio::time::timeout(Duration::from_secs(5), self.barrier.wait()).await {
             Ok(_) => Ok(ToolOutput::text("met")),
             Err(_) => Err(ToolError::RespondToModel("twin never came".into())),
@@ -148,7 +156,8 @@ async fn text_reply_is_recorded_with_model_and_usage() {
 
 #[tokio::test]
 async fn independent_read_only_calls_run_concurrently_and_results_go_back() {
-    let provider = FakeProvider::new(vec![calls(&[("a", "rendezvous", "{}"), ("b", "rendezvous", "{}")]), text("done")]);
+    let provider =
+        FakeProvider::new(vec![calls(&[("a", "rendezvous", "{}"), ("b", "rendezvous", "{}")]), text("done")]);
     let mut tools = ToolRegistry::new();
     tools.register(Arc::new(Rendezvous { barrier: Arc::new(tokio::sync::Barrier::new(2)) }));
     let (agent, _) = agent(provider.clone(), tools, 5);
@@ -160,7 +169,9 @@ async fn independent_read_only_calls_run_concurrently_and_results_go_back() {
     let results: Vec<_> = second
         .iter()
         .filter_map(|message| match message {
-            ChatMessage::Tool { call_id, content, is_error, .. } => Some((call_id.as_str(), content.as_str(), *is_error)),
+            ChatMessage::Tool { call_id, content, is_error, .. } => {
+                Some((call_id.as_str(), content.as_str(), *is_error))
+            }
             _ => None,
         })
         .collect();
@@ -169,7 +180,8 @@ async fn independent_read_only_calls_run_concurrently_and_results_go_back() {
 
 #[tokio::test]
 async fn tool_failures_become_results_for_the_model() {
-    let provider = FakeProvider::new(vec![calls(&[("a", "no_such_tool", "{}"), ("b", "rendezvous", "{oops")]), text("sorry")]);
+    let provider =
+        FakeProvider::new(vec![calls(&[("a", "no_such_tool", "{}"), ("b", "rendezvous", "{oops")]), text("sorry")]);
     let mut tools = ToolRegistry::new();
     tools.register(Arc::new(Rendezvous { barrier: Arc::new(tokio::sync::Barrier::new(1)) }));
     let (agent, _) = agent(provider.clone(), tools, 5);
@@ -227,9 +239,8 @@ async fn cancelling_mid_stream_records_the_partial_reply_as_interrupted() {
 
 #[tokio::test]
 async fn context_overflow_from_the_provider_retries_with_less_history() {
-    let overflow = || {
-        Step::Fail(ProviderError::ContextOverflow { provider: "fake".into(), message: "too long".into() })
-    };
+    let overflow =
+        || Step::Fail(ProviderError::ContextOverflow { provider: "fake".into(), message: "too long".into() });
     let provider = FakeProvider::new(vec![text("one"), overflow(), text("fits now")]);
     let (agent, _) = agent(provider.clone(), ToolRegistry::new(), 5);
     let (mut session, _) = agent.open_session("cli:local").await.unwrap();

@@ -14,20 +14,11 @@ use crate::key::decode_key;
 pub(crate) const LIST_KEY: &str = "*";
 
 fn io_error(action: &'static str, key: &str, path: &Path, error: &io::Error) -> StoreError {
-    StoreError::Io {
-        action,
-        key: key.to_owned(),
-        reason: format!("{}: {error}", path.display()),
-    }
+    StoreError::Io { action, key: key.to_owned(), reason: format!("{}: {error}", path.display()) }
 }
 
 /// Writes a new session file holding `header_line`; fails if the file exists.
-pub(crate) fn create_session(
-    directory: &Path,
-    path: &Path,
-    key: &str,
-    header_line: &[u8],
-) -> Result<(), StoreError> {
+pub(crate) fn create_session(directory: &Path, path: &Path, key: &str, header_line: &[u8]) -> Result<(), StoreError> {
     fs::create_dir_all(directory).map_err(|error| io_error("create", key, directory, &error))?;
     let mut file = match OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(file) => file,
@@ -72,9 +63,7 @@ pub(crate) fn append_lines(path: &Path, key: &str, lines: Vec<u8>) -> Result<(),
     let mut file = match OpenOptions::new().read(true).append(true).open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == ErrorKind::NotFound => {
-            return Err(StoreError::NotFound {
-                key: key.to_owned(),
-            });
+            return Err(StoreError::NotFound { key: key.to_owned() });
         }
         Err(error) => return Err(io_error("append to", key, path, &error)),
     };
@@ -95,9 +84,7 @@ pub(crate) fn append_lines(path: &Path, key: &str, lines: Vec<u8>) -> Result<(),
     if buffer.is_empty() {
         return Ok(());
     }
-    file.write_all(&buffer)
-        .and_then(|()| file.sync_data())
-        .map_err(|error| io_error("append to", key, path, &error))
+    file.write_all(&buffer).and_then(|()| file.sync_data()).map_err(|error| io_error("append to", key, path, &error))
 }
 
 /// The file's last byte, `None` when it is empty.

@@ -5,24 +5,16 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use squidbot_core::store::{LoadedSession, SessionSummary, StoreError};
-use squidbot_types::session::{
-    EntryBody, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader,
-};
+use squidbot_types::session::{EntryBody, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 
 /// Characters of the last user message shown in a listing.
 const PREVIEW_CHARS: usize = 60;
 
 /// Parses a whole session file. Only a missing or unreadable header is an error; an
 /// entry line that can't be read is skipped and described in `warnings`.
-pub(crate) fn parse_session(
-    bytes: &[u8],
-    path: &Path,
-    key: &str,
-) -> Result<LoadedSession, StoreError> {
-    let file_label = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    );
+pub(crate) fn parse_session(bytes: &[u8], path: &Path, key: &str) -> Result<LoadedSession, StoreError> {
+    let file_label =
+        path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned());
     let header_error = |reason: String| StoreError::Io {
         action: "read",
         key: key.to_owned(),
@@ -43,12 +35,8 @@ pub(crate) fn parse_session(
     let Some(first) = lines.next() else {
         return Err(header_error("the file has no header line".to_owned()));
     };
-    let header: SessionHeader = serde_json::from_slice(first.text).map_err(|error| {
-        header_error(format!(
-            "line {} is not a session header: {error}",
-            first.number
-        ))
-    })?;
+    let header: SessionHeader = serde_json::from_slice(first.text)
+        .map_err(|error| header_error(format!("line {} is not a session header: {error}", first.number)))?;
 
     let mut warnings = Vec::new();
     if header.version > SESSION_FORMAT_VERSION {
@@ -59,10 +47,7 @@ pub(crate) fn parse_session(
         ));
     }
     if header.key != key {
-        warnings.push(format!(
-            "{file_label}: the header names session {:?}, not {key:?}",
-            header.key
-        ));
+        warnings.push(format!("{file_label}: the header names session {:?}, not {key:?}", header.key));
     }
     let mut entries = Vec::new();
     for line in lines {
@@ -72,17 +57,12 @@ pub(crate) fn parse_session(
                 "{file_label}: line {}: skipped a torn last line (a write was cut short): {error}",
                 line.number
             )),
-            Err(error) => warnings.push(format!(
-                "{file_label}: line {}: skipped an unreadable entry: {error}",
-                line.number
-            )),
+            Err(error) => {
+                warnings.push(format!("{file_label}: line {}: skipped an unreadable entry: {error}", line.number))
+            }
         }
     }
-    Ok(LoadedSession {
-        header,
-        entries,
-        warnings,
-    })
+    Ok(LoadedSession { header, entries, warnings })
 }
 
 /// One line of a session file.
@@ -97,29 +77,16 @@ struct Line<'a> {
 
 /// The listing row for a session stored under `key`.
 pub(crate) fn summarize(key: String, session: &LoadedSession) -> SessionSummary {
-    let updated = session.entries.last().map_or_else(
-        || session.header.created.clone(),
-        |entry| entry.timestamp.clone(),
-    );
-    let message_count = session
-        .entries
-        .iter()
-        .filter(|entry| matches!(entry.body, EntryBody::Message { .. }))
-        .count();
+    let updated =
+        session.entries.last().map_or_else(|| session.header.created.clone(), |entry| entry.timestamp.clone());
+    let message_count = session.entries.iter().filter(|entry| matches!(entry.body, EntryBody::Message { .. })).count();
     let preview = session
         .entries
         .iter()
         .rev()
         .find_map(|entry| match &entry.body {
-            EntryBody::Message {
-                role: MessageRole::User,
-                content,
-                ..
-            } => Some(preview_of(content)),
-            EntryBody::Message {
-                role: MessageRole::Assistant,
-                ..
-            }
+            EntryBody::Message { role: MessageRole::User, content, .. } => Some(preview_of(content)),
+            EntryBody::Message { role: MessageRole::Assistant, .. }
             | EntryBody::ToolCall { .. }
             | EntryBody::ToolResult { .. }
             | EntryBody::ModelChange { .. } => None,
@@ -150,23 +117,16 @@ fn preview_of(content: &str) -> String {
 /// Sorts most recently updated first. Times are compared as instants, so offsets and
 /// fractional seconds order correctly; unparseable times go last, ties go by key.
 pub(crate) fn sort_by_updated(summaries: &mut Vec<SessionSummary>) {
-    let mut keyed: Vec<(Option<jiff::Timestamp>, SessionSummary)> = summaries
-        .drain(..)
-        .map(|summary| (summary.updated.parse().ok(), summary))
-        .collect();
+    let mut keyed: Vec<(Option<jiff::Timestamp>, SessionSummary)> =
+        summaries.drain(..).map(|summary| (summary.updated.parse().ok(), summary)).collect();
     keyed.sort_by(|(left_time, left), (right_time, right)| {
-        right_time
-            .cmp(left_time)
-            .then_with(|| compare_fallback(left, right))
+        right_time.cmp(left_time).then_with(|| compare_fallback(left, right))
     });
     summaries.extend(keyed.into_iter().map(|(_, summary)| summary));
 }
 
 fn compare_fallback(left: &SessionSummary, right: &SessionSummary) -> Ordering {
-    right
-        .updated
-        .cmp(&left.updated)
-        .then_with(|| left.key.cmp(&right.key))
+    right.updated.cmp(&left.updated).then_with(|| left.key.cmp(&right.key))
 }
 
 #[cfg(test)]
@@ -182,11 +142,7 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<LoadedSession, StoreError> {
-        parse_session(
-            text.as_bytes(),
-            Path::new("/s/cli:local.jsonl"),
-            "cli:local",
-        )
+        parse_session(text.as_bytes(), Path::new("/s/cli:local.jsonl"), "cli:local")
     }
 
     #[test]
@@ -204,10 +160,7 @@ mod tests {
 
     #[test]
     fn crlf_and_blank_lines_are_tolerated() {
-        let text = format!(
-            "{HEADER}\r\n\r\n{}\r\n\n",
-            message("a", "user", "hi", "2026-01-01T00:00:01Z")
-        );
+        let text = format!("{HEADER}\r\n\r\n{}\r\n\n", message("a", "user", "hi", "2026-01-01T00:00:01Z"));
         let session = parse(&text).unwrap();
         assert_eq!(session.entries.len(), 1);
         assert!(session.warnings.is_empty(), "{:?}", session.warnings);
@@ -286,10 +239,7 @@ mod tests {
             summary("eight-b", "2026-01-01T08:00:00Z"),
         ];
         sort_by_updated(&mut summaries);
-        let keys: Vec<&str> = summaries
-            .iter()
-            .map(|summary| summary.key.as_str())
-            .collect();
+        let keys: Vec<&str> = summaries.iter().map(|summary| summary.key.as_str()).collect();
         assert_eq!(keys, ["nine", "eight", "eight-b", "bad"]);
     }
 }

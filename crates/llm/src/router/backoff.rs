@@ -1,0 +1,66 @@
+//! How long to wait before retrying the same provider.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::time::Duration;
+
+/// First backoff delay; each retry doubles it.
+pub(crate) const BASE_DELAY: Duration = Duration::from_millis(500);
+
+/// Longest backoff delay.
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// Longest `retry-after` we honour; a provider asking for more gets this much.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Fraction by which a backoff delay may vary either way, so clients don't retry in step.
+const JITTER: f64 = 0.2;
+
+/// Delay before retry number `attempt` (0 for the first retry): the provider's
+/// `retry-after` when given, else exponential backoff with jitter.
+pub(crate) fn retry_delay(attempt: u32, retry_after: Option<Duration>) -> Duration {
+    if let Some(requested) = retry_after {
+        return requested.min(MAX_RETRY_AFTER);
+    }
+    let factor = 2u32.saturating_pow(attempt.min(16));
+    let base = BASE_DELAY.saturating_mul(factor).min(MAX_DELAY);
+    let scale = 1.0 - JITTER + 2.0 * JITTER * random_fraction();
+    base.mul_f64(scale).min(MAX_DELAY)
+}
+
+/// A number in `[0, 1]`; std's hasher keys are random per instance, which is enough
+/// randomness for jitter without a dependency or global state.
+fn random_fraction() -> f64 {
+    let value = RandomState::new().hash_one(0u8);
+    value as f64 / u64::MAX as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        for _ in 0..100 {
+            let first = retry_delay(0, None);
+            assert!(first >= Duration::from_millis(400) && first <= Duration::from_millis(600));
+            let third = retry_delay(2, None);
+            assert!(third >= Duration::from_millis(1600) && third <= Duration::from_millis(2400));
+            assert!(retry_delay(10, None) <= MAX_DELAY);
+            assert!(retry_delay(u32::MAX, None) >= Duration::from_secs(24));
+        }
+    }
+
+    #[test]
+    fn jitter_varies() {
+        let delays: std::collections::BTreeSet<_> = (0..20).map(|_| retry_delay(1, None)).collect();
+        assert!(delays.len() > 1);
+    }
+
+    #[test]
+    fn retry_after_is_honoured_up_to_a_minute() {
+        assert_eq!(retry_delay(0, Some(Duration::from_secs(3))), Duration::from_secs(3));
+        assert_eq!(retry_delay(5, Some(Duration::ZERO)), Duration::ZERO);
+        assert_eq!(retry_delay(0, Some(Duration::from_secs(3600))), MAX_RETRY_AFTER);
+    }
+}

@@ -1,0 +1,38 @@
+//! Dispatch of CLI commands.
+
+mod agent;
+mod config;
+mod onboard;
+mod repl;
+mod sessions;
+mod status;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::Command;
+use crate::wiring::Environment;
+
+/// Runs one command to completion.
+pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCode> {
+    match command {
+        Command::Onboard(arguments) => onboard::run(&arguments).map(|()| ExitCode::SUCCESS),
+        Command::Agent(arguments) => {
+            let environment = Environment::load()?;
+            match &arguments.message {
+                Some(message) => agent::one_shot(&environment, &arguments, message, runtime),
+                None => repl::run(&environment, &arguments, runtime),
+            }
+        }
+        Command::Status(flags) => {
+            let environment = Environment::load()?;
+            runtime.block_on(status::run(&environment, flags.json)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Config { action } => config::run(action),
+        Command::Sessions { action } => {
+            let environment = Environment::load()?;
+            runtime.block_on(sessions::run(&environment, action)).map(|()| ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! `squidbot agent -m MESSAGE`: one turn, the final reply on stdout.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use squidbot_core::agent::{AgentEvents, TurnStatus};
+use squidbot_types::ToolCall;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::AgentArgs;
+use crate::wiring::Environment;
+
+/// Exit code after Ctrl-C, as shells expect.
+const INTERRUPTED_EXIT: u8 = 130;
+
+/// Progress of a one-shot turn: warnings on stderr, nothing else.
+struct QuietEvents;
+
+impl AgentEvents for QuietEvents {
+    fn tool_started(&self, call: &ToolCall) {
+        tracing::info!(tool = %call.name, "tool call");
+    }
+
+    fn warning(&self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+}
+
+/// Runs one message through the assistant.
+pub fn one_shot(
+    environment: &Environment,
+    arguments: &AgentArgs,
+    message: &str,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<ExitCode> {
+    if message.trim().is_empty() {
+        anyhow::bail!("can't send an empty message");
+    }
+    let agent = environment.assistant(arguments.model.as_deref(), false, "cli")?;
+    runtime.block_on(async {
+        let (mut session, warnings) = agent.open_session(&arguments.session).await?;
+        for warning in warnings {
+            eprintln!("warning: session {}: {warning}", arguments.session);
+        }
+        let cancel = CancellationToken::new();
+        let watcher = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            })
+        };
+        let outcome = agent.run_turn(&mut session, message, &QuietEvents, &cancel).await;
+        watcher.abort();
+        let outcome = outcome?;
+        let mut stdout = std::io::stdout().lock();
+        match outcome.status {
+            TurnStatus::Completed => {
+                writeln!(stdout, "{}", outcome.reply)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            TurnStatus::MaxTurns => {
+                eprintln!("warning: the turn hit max_turns");
+                writeln!(stdout, "{}", outcome.reply)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            TurnStatus::Cancelled => {
+                eprintln!("interrupted");
+                Ok(ExitCode::from(INTERRUPTED_EXIT))
+            }
+        }
+    })
+}

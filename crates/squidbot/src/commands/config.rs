@@ -1,0 +1,54 @@
+//! `squidbot config show|path|validate`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::ConfigAction;
+use crate::config as config_loader;
+use crate::paths::Paths;
+
+/// Runs a config action. Never starts logging before the config is known to parse.
+pub fn run(action: ConfigAction) -> Result<ExitCode> {
+    let paths = Paths::from_env()?;
+    match action {
+        ConfigAction::Path => {
+            println!("{}", paths.config.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigAction::Show => {
+            let loaded = config_loader::load(&paths.config)?;
+            if !loaded.file_exists {
+                eprintln!("note: {} does not exist; showing defaults", paths.config.display());
+            }
+            print!("{}", toml::to_string_pretty(&loaded.config)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigAction::Validate => {
+            let loaded = config_loader::load(&paths.config)?;
+            if !loaded.file_exists {
+                anyhow::bail!("no config at {}: run `squidbot onboard` first", paths.config.display());
+            }
+            let mut issues = config_loader::validate(&loaded.config);
+            if loaded.config.llm.model.is_empty() {
+                issues.push(squidbot_llm::ConfigIssue { key: "llm.model".into(), problem: "not set".into() });
+            }
+            let warnings = match squidbot_llm::Router::from_config(&loaded.config, &|name| std::env::var(name).ok()) {
+                Ok(router) => router.validate_keys(),
+                Err(_) => Vec::new(),
+            };
+            for warning in &warnings {
+                eprintln!("warning: {warning}");
+            }
+            if issues.is_empty() {
+                println!("{}: ok", paths.config.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            for issue in &issues {
+                eprintln!("{}: {issue}", paths.config.display());
+            }
+            eprintln!("{} problem(s) found", issues.len());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `squidbot agent`: the interactive REPL with streaming, line editing, history,
+//! multi-line input, `/new`, `/quit`, and Ctrl-C that stops a turn, not the program.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use squidbot_core::agent::{AgentEvents, TurnStatus};
+use squidbot_types::ToolCall;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::AgentArgs;
+use crate::wiring::Environment;
+
+const HELP: &str = "Commands: /new starts a fresh conversation, /quit exits, /help shows this.
+End a line with \\ to continue it, or wrap several lines in \"\"\" … \"\"\".
+Ctrl-C stops the current reply; Ctrl-D exits.";
+
+/// Prints the reply as it streams, tool activity dimmed.
+struct TerminalEvents {
+    color: bool,
+}
+
+impl TerminalEvents {
+    fn dim(&self, text: &str) -> String {
+        if self.color { format!("\x1b[2m{text}\x1b[0m") } else { text.to_owned() }
+    }
+}
+
+impl AgentEvents for TerminalEvents {
+    fn text_delta(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        if write!(stdout, "{text}").and_then(|()| stdout.flush()).is_err() {
+            tracing::debug!("stdout closed while streaming");
+        }
+    }
+
+    fn stream_reset(&self) {
+        println!("{}", self.dim("\n[retrying…]"));
+    }
+
+    fn tool_started(&self, call: &ToolCall) {
+        let mut arguments = call.arguments.replace('\n', " ");
+        if arguments.len() > 100 {
+            arguments.truncate(squidbot_core::text::floor_char_boundary(&arguments, 100));
+            arguments.push('…');
+        }
+        println!("{}", self.dim(&format!("  → {} {arguments}", call.name)));
+    }
+
+    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
+        if is_error {
+            println!("{}", self.dim(&format!("  ✗ {} failed (the model sees the error)", call.name)));
+        }
+    }
+
+    fn warning(&self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+}
+
+/// Reads one logical input: `\`-continued lines or a `"""` block.
+fn read_input(editor: &mut DefaultEditor) -> Result<Option<String>, ReadlineError> {
+    let first = editor.readline("you> ")?;
+    if first.trim() == "\"\"\"" {
+        let mut lines = Vec::new();
+        loop {
+            let line = editor.readline("... ")?;
+            if line.trim() == "\"\"\"" {
+                break;
+            }
+            lines.push(line);
+        }
+        return Ok(Some(lines.join("\n")));
+    }
+    let mut text = first;
+    while text.ends_with('\\') {
+        text.pop();
+        text.push('\n');
+        text.push_str(&editor.readline("... ")?);
+    }
+    Ok(Some(text))
+}
+
+/// Runs the REPL until `/quit` or end of input.
+pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::runtime::Runtime) -> Result<ExitCode> {
+    let agent = environment.assistant(arguments.model.as_deref(), true, "cli")?;
+    let (mut session, warnings) = runtime.block_on(agent.open_session(&arguments.session))?;
+    for warning in warnings {
+        eprintln!("warning: session {}: {warning}", arguments.session);
+    }
+    let mut editor = DefaultEditor::new()?;
+    let history_path = environment.paths.repl_history();
+    if history_path.exists() {
+        if let Err(error) = editor.load_history(&history_path) {
+            tracing::debug!(%error, "can't load REPL history");
+        }
+    }
+    let color = std::env::var_os("NO_COLOR").is_none();
+    let events = TerminalEvents { color };
+    let prior = session.history().len();
+    println!(
+        "squidbot · {} · session {}{} · /help for commands",
+        agent.settings().model,
+        session.key(),
+        if prior > 0 { format!(" ({prior} messages)") } else { String::new() }
+    );
+    loop {
+        let input = match read_input(&mut editor) {
+            Ok(Some(input)) => input,
+            Ok(None) => continue,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(error) => return Err(error.into()),
+        };
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if let Err(error) = editor.add_history_entry(trimmed) {
+            tracing::debug!(%error, "can't record REPL history");
+        }
+        match trimmed {
+            "/quit" | "/exit" => break,
+            "/help" => {
+                println!("{HELP}");
+                continue;
+            }
+            "/new" => {
+                session.start_new_branch();
+                println!("{}", events.dim("(new conversation; the old one stays in the session file)"));
+                continue;
+            }
+            command if command.starts_with('/') && !command.contains(' ') => {
+                println!("unknown command {command}; /help lists them");
+                continue;
+            }
+            _ => {}
+        }
+        let cancel = CancellationToken::new();
+        let result = runtime.block_on(async {
+            let watcher = {
+                let cancel = cancel.clone();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        cancel.cancel();
+                    }
+                })
+            };
+            let result = agent.run_turn(&mut session, trimmed, &events, &cancel).await;
+            watcher.abort();
+            result
+        });
+        match result {
+            Ok(outcome) => match outcome.status {
+                TurnStatus::Completed => println!(),
+                TurnStatus::MaxTurns => println!("\n{}", outcome.reply),
+                TurnStatus::Cancelled => println!("{}", events.dim("\n[stopped]")),
+            },
+            Err(error) => eprintln!("\nerror: {error}"),
+        }
+    }
+    if let Some(parent) = history_path.parent() {
+        if let Err(error) = std::fs::create_dir_all(parent)
+            .and_then(|()| editor.save_history(&history_path).map_err(|error| std::io::Error::other(error.to_string())))
+        {
+            tracing::debug!(%error, "can't save REPL history");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

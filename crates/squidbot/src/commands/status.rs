@@ -1,0 +1,90 @@
+//! `squidbot status`: configuration, providers, workspace, sessions and prompt size.
+
+use anyhow::Result;
+use serde_json::json;
+use squidbot_core::context::{BOOTSTRAP_FILES, FIRST_RUN_FILE};
+use squidbot_core::store::SessionStore;
+use squidbot_store::JsonlSessionStore;
+use squidbot_types::ToolSpec;
+
+use crate::wiring::Environment;
+
+/// Prints the status report.
+pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
+    let config = environment.config();
+    let workspace = environment.workspace();
+    let model = environment.assistant_model(None).unwrap_or_else(|_| "(not set)".to_owned());
+    let router = environment.router()?;
+    let providers = router.describe();
+    let key_problems: Vec<String> = router.validate_keys().iter().map(ToString::to_string).collect();
+    let sessions = JsonlSessionStore::new(environment.paths.sessions()).list().await?;
+    let bootstrap: Vec<&str> = BOOTSTRAP_FILES
+        .iter()
+        .chain([FIRST_RUN_FILE].iter())
+        .copied()
+        .filter(|name| workspace.join(name).is_file())
+        .collect();
+    let (prompt_chars, tool_count, tool_chars) = match environment.assistant(None, true, "cli") {
+        Ok(agent) => {
+            let specs = agent.tool_specs();
+            (agent.system_prompt(false).text.len(), specs.len(), specs.iter().map(ToolSpec::serialized_len).sum())
+        }
+        Err(_) => (0, 0, 0),
+    };
+    if as_json {
+        let report = json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "home": environment.paths.home,
+            "config": { "path": environment.paths.config, "exists": environment.loaded.file_exists, "env_overrides": environment.loaded.env_keys },
+            "model": model,
+            "fallbacks": config.llm.fallbacks,
+            "providers": providers.iter().map(|provider| json!({
+                "name": provider.name, "kind": provider.kind.as_str(), "api_base": provider.api_base, "key": provider.key.to_string(),
+            })).collect::<Vec<_>>(),
+            "key_problems": key_problems,
+            "workspace": { "path": workspace, "exists": workspace.is_dir(), "bootstrap_files": bootstrap },
+            "sessions": { "count": sessions.len(), "messages": sessions.iter().map(|session| session.message_count).sum::<usize>() },
+            "prompt": { "system_chars": prompt_chars, "tools": tool_count, "tool_schema_chars": tool_chars },
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!("squidbot {}", env!("CARGO_PKG_VERSION"));
+    println!("home       {}", environment.paths.home.display());
+    println!(
+        "config     {}{}",
+        environment.paths.config.display(),
+        if environment.loaded.file_exists { "" } else { " (missing: run `squidbot onboard`)" }
+    );
+    if !environment.loaded.env_keys.is_empty() {
+        println!("env        overrides {}", environment.loaded.env_keys.join(", "));
+    }
+    println!("model      {model}");
+    if !config.llm.fallbacks.is_empty() {
+        println!("fallbacks  {}", config.llm.fallbacks.join(" → "));
+    }
+    for provider in &providers {
+        println!(
+            "provider   {} ({}, {}) key: {}",
+            provider.name,
+            provider.kind.as_str(),
+            provider.api_base,
+            provider.key
+        );
+    }
+    for problem in &key_problems {
+        println!("warning    {problem}");
+    }
+    println!(
+        "workspace  {}{}",
+        workspace.display(),
+        if workspace.is_dir() { format!(" ({})", bootstrap.join(", ")) } else { " (missing)".to_owned() }
+    );
+    println!(
+        "sessions   {} ({} messages)",
+        sessions.len(),
+        sessions.iter().map(|session| session.message_count).sum::<usize>()
+    );
+    println!("prompt     {prompt_chars} chars system prompt, {tool_count} tools in {tool_chars} chars of schema");
+    Ok(())
+}

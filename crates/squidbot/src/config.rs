@@ -1,0 +1,230 @@
+//! Loading `config.toml`: parse, apply `SQUIDBOT__SECTION__KEY` env overrides, check the
+//! shape (errors name the key) and the cross-field rules.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use squidbot_llm::{ConfigIssue, Router};
+use squidbot_types::config::Config;
+
+/// Prefix of environment overrides.
+const ENV_PREFIX: &str = "SQUIDBOT__";
+
+/// A loaded configuration and where its values came from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The effective configuration.
+    pub config: Config,
+    /// True when the file existed.
+    pub file_exists: bool,
+    /// Keys set from the environment, dotted (`llm.model`).
+    pub env_keys: Vec<String>,
+}
+
+/// Reads the config file (a missing file means all defaults) and applies env overrides.
+pub fn load(path: &Path) -> Result<LoadedConfig> {
+    let (mut table, file_exists) = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let table: toml::Table = toml::from_str(&text)
+                .map_err(|error| anyhow!("can't read config {}: {}", path.display(), one_line(&error.to_string())))?;
+            (table, true)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => (toml::Table::new(), false),
+        Err(error) => bail!("can't read config {}: {error}", path.display()),
+    };
+    let overrides = env_overrides(std::env::vars());
+    let env_keys: Vec<String> = overrides.iter().map(|(key, _)| key.join(".")).collect();
+    for (key, value) in &overrides {
+        set_path(&mut table, key, typed_value(value))?;
+    }
+    let config = deserialize(table, &overrides, path)?;
+    Ok(LoadedConfig { config, file_exists, env_keys })
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `SQUIDBOT__LLM__MODEL=x` → (["llm", "model"], "x").
+fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<(Vec<String>, String)> {
+    let mut overrides: Vec<(Vec<String>, String)> = vars
+        .filter_map(|(name, value)| {
+            let rest = name.strip_prefix(ENV_PREFIX)?;
+            let key: Vec<String> = rest.split("__").map(str::to_lowercase).collect();
+            (!key.iter().any(String::is_empty)).then_some((key, value))
+        })
+        .collect();
+    overrides.sort();
+    overrides
+}
+
+/// Reads an env value as TOML (numbers, booleans) or JSON (arrays, tables), else a string.
+fn typed_value(raw: &str) -> toml::Value {
+    let trimmed = raw.trim();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        if let Ok(json) = serde_json::from_str::<serde_json::Value>(trimmed) {
+            if let Ok(value) = toml::Value::try_from(json) {
+                return value;
+            }
+        }
+    }
+    match toml::from_str::<toml::Table>(&format!("value = {trimmed}")) {
+        Ok(mut table) => match table.remove("value") {
+            Some(value @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_))) => value,
+            _ => toml::Value::String(raw.to_owned()),
+        },
+        Err(_) => toml::Value::String(raw.to_owned()),
+    }
+}
+
+fn set_path(table: &mut toml::Table, key: &[String], value: toml::Value) -> Result<()> {
+    let Some((last, parents)) = key.split_last() else { return Ok(()) };
+    let mut current = table;
+    for (depth, part) in parents.iter().enumerate() {
+        let entry = current.entry(part.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(inner) => inner,
+            _ => bail!(
+                "can't apply {ENV_PREFIX}{}: {} is not a table",
+                key.iter().map(|part| part.to_uppercase()).collect::<Vec<_>>().join("__"),
+                key[..=depth].join(".")
+            ),
+        };
+    }
+    current.insert(last.clone(), value);
+    Ok(())
+}
+
+/// Deserializes with the failing key named. A value that came from the environment and
+/// was read as a number or boolean is retried as a string before giving up.
+fn deserialize(mut table: toml::Table, overrides: &[(Vec<String>, String)], path: &Path) -> Result<Config> {
+    let mut stringified = BTreeSet::new();
+    loop {
+        let value = toml::Value::Table(table.clone());
+        match serde_path_to_error::deserialize::<_, Config>(value) {
+            Ok(config) => return Ok(config),
+            Err(error) => {
+                let key = error.path().to_string();
+                let retry = overrides
+                    .iter()
+                    .find(|(override_key, _)| override_key.join(".") == key && !stringified.contains(&key));
+                if let Some((override_key, raw)) = retry {
+                    stringified.insert(key.clone());
+                    set_path(&mut table, override_key, toml::Value::String(raw.clone()))?;
+                    continue;
+                }
+                let from_env = overrides.iter().any(|(override_key, _)| key.starts_with(&override_key.join(".")));
+                let source = if from_env { " (set from the environment)" } else { "" };
+                bail!(
+                    "invalid config {}: {}: {}{source}",
+                    path.display(),
+                    if key == "." { "(top level)".to_owned() } else { key },
+                    one_line(&error.inner().to_string())
+                );
+            }
+        }
+    }
+}
+
+/// Cross-field checks beyond the schema. Returns the problems found, each naming its key.
+pub fn validate(config: &Config) -> Vec<ConfigIssue> {
+    let mut issues = match Router::from_config(config, &|name| std::env::var(name).ok()) {
+        Ok(_) => Vec::new(),
+        Err(issues) => issues,
+    };
+    for (index, pattern) in config.tools.exec.blocked_patterns.iter().enumerate() {
+        if let Err(error) = regex::Regex::new(pattern) {
+            issues.push(ConfigIssue {
+                key: format!("tools.exec.blocked_patterns[{index}]"),
+                problem: format!("not a valid regular expression: {}", one_line(&error.to_string())),
+            });
+        }
+    }
+    if let Err(error) = tracing_subscriber::EnvFilter::try_new(&config.logging.level) {
+        issues.push(ConfigIssue { key: "logging.level".into(), problem: format!("not a valid filter: {error}") });
+    }
+    for (role, agent) in &config.agents {
+        if agent.max_turns == Some(0) {
+            issues.push(ConfigIssue { key: format!("agents.{role}.max_turns"), problem: "must be at least 1".into() });
+        }
+    }
+    if config.tools.exec.timeout_secs == 0 {
+        issues.push(ConfigIssue { key: "tools.exec.timeout_secs".into(), problem: "must be at least 1".into() });
+    }
+    issues
+}
+
+/// Every secret value the config can reach (inline keys and the env vars they name),
+/// so logs can scrub them.
+pub fn secret_values(config: &Config) -> Vec<String> {
+    let mut values = Vec::new();
+    for (name, provider) in &config.providers {
+        if let Some(key) = &provider.api_key {
+            values.push(key.expose().to_owned());
+        }
+        let preset_env = squidbot_llm::preset(name).map(|preset| preset.api_key_env.to_owned());
+        for variable in provider.api_key_env.iter().cloned().chain(preset_env) {
+            if let Ok(value) = std::env::var(&variable) {
+                values.push(value);
+            }
+        }
+    }
+    for preset in squidbot_llm::presets() {
+        if let Ok(value) = std::env::var(preset.api_key_env) {
+            values.push(value);
+        }
+    }
+    values.retain(|value| value.len() >= 4);
+    values.sort();
+    values.dedup();
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_names_become_dotted_keys() {
+        let vars = vec![
+            ("SQUIDBOT__LLM__MODEL".to_owned(), "a/b".to_owned()),
+            ("SQUIDBOT__PROVIDERS__LOCAL__API_KEY".to_owned(), "k".to_owned()),
+            ("OTHER".to_owned(), "x".to_owned()),
+            ("SQUIDBOT____BROKEN".to_owned(), "x".to_owned()),
+        ];
+        let overrides = env_overrides(vars.into_iter());
+        let keys: Vec<String> = overrides.iter().map(|(key, _)| key.join(".")).collect();
+        assert_eq!(keys, ["llm.model", "providers.local.api_key"]);
+    }
+
+    #[test]
+    fn env_values_are_typed_when_they_parse() {
+        assert_eq!(typed_value("5"), toml::Value::Integer(5));
+        assert_eq!(typed_value("true"), toml::Value::Boolean(true));
+        assert_eq!(typed_value("sk-test"), toml::Value::String("sk-test".into()));
+        assert_eq!(
+            typed_value("[\"a/b\",\"c/d\"]"),
+            toml::Value::Array(vec![toml::Value::String("a/b".into()), toml::Value::String("c/d".into())])
+        );
+    }
+
+    #[test]
+    fn a_numeric_looking_string_from_env_falls_back_to_text() {
+        let mut table = toml::Table::new();
+        let overrides = vec![(vec!["llm".to_owned(), "model".to_owned()], "12345".to_owned())];
+        set_path(&mut table, &overrides[0].0, typed_value("12345")).unwrap();
+        let config = deserialize(table, &overrides, Path::new("c.toml")).unwrap();
+        assert_eq!(config.llm.model, "12345");
+    }
+
+    #[test]
+    fn schema_errors_name_the_key() {
+        let table: toml::Table = toml::from_str("[providers.local]\nkind = \"carrier-pigeon\"\n").unwrap();
+        let error = deserialize(table, &[], Path::new("c.toml")).unwrap_err().to_string();
+        assert!(error.contains("providers.local.kind"), "{error}");
+        let table: toml::Table = toml::from_str("[llm]\nmodle = \"x\"\n").unwrap();
+        let error = deserialize(table, &[], Path::new("c.toml")).unwrap_err().to_string();
+        assert!(error.contains("modle"), "{error}");
+    }
+}

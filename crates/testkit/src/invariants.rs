@@ -1,0 +1,122 @@
+//! The request invariants the scripted LLM checks on every request, one wire per submodule.
+
+mod anthropic;
+mod openai;
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use crate::script::Wire;
+
+/// Which optional invariants apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Whether a non-empty system prompt is required.
+    pub require_system_prompt: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions { require_system_prompt: true }
+    }
+}
+
+/// Every invariant the request `body` breaks on `wire`, each as a readable sentence;
+/// empty when the request is one the real provider would accept.
+pub fn check_request(wire: Wire, body: &Value, options: &CheckOptions) -> Vec<String> {
+    let mut problems = Problems::default();
+    match wire {
+        Wire::OpenAi => openai::check(body, options, &mut problems),
+        Wire::Anthropic => anthropic::check(body, options, &mut problems),
+    }
+    problems.list
+}
+
+/// Collects violation sentences.
+#[derive(Debug, Default)]
+struct Problems {
+    list: Vec<String>,
+}
+
+impl Problems {
+    fn push(&mut self, problem: impl Into<String>) {
+        self.list.push(problem.into());
+    }
+}
+
+/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`, the tool-name rule of both providers.
+fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.chars().all(|character| character.is_ascii_alphanumeric() || character == '_' || character == '-')
+}
+
+/// Checks `model` is a non-empty string.
+fn check_model(object: &Map<String, Value>, problems: &mut Problems) {
+    match object.get("model").and_then(Value::as_str) {
+        Some(model) if !model.trim().is_empty() => {}
+        Some(_) => problems.push("`model` is empty"),
+        None => problems.push("`model` is missing or not a string"),
+    }
+}
+
+/// One tool definition as either wire spells it, ready to be checked.
+struct ToolDefinition<'a> {
+    /// Where the tool sits, for sentences: e.g. `tools[2]`.
+    place: String,
+    name: Option<&'a Value>,
+    description: Option<&'a Value>,
+    /// The wire's name for the schema field: `parameters` or `input_schema`.
+    schema_field: &'static str,
+    schema: Option<&'a Value>,
+}
+
+impl ToolDefinition<'_> {
+    /// Checks the name (valid and not in `seen_names`), description and schema.
+    fn check(&self, seen_names: &mut HashSet<String>, problems: &mut Problems) {
+        let place = &self.place;
+        match self.name.and_then(Value::as_str) {
+            Some(name) if !is_valid_tool_name(name) => {
+                problems.push(format!("{place} has name {name:?}, which does not match ^[a-zA-Z0-9_-]{{1,64}}$"));
+            }
+            Some(name) => {
+                if !seen_names.insert(name.to_owned()) {
+                    problems.push(format!("{place} repeats the tool name {name:?}; tool names must be unique"));
+                }
+            }
+            None => problems.push(format!("{place} has no string name")),
+        }
+        match self.description.and_then(Value::as_str) {
+            Some(description) if !description.trim().is_empty() => {}
+            Some(_) => problems.push(format!("{place} has an empty description")),
+            None => problems.push(format!("{place} has no string description")),
+        }
+        let field = self.schema_field;
+        match self.schema {
+            Some(Value::Object(schema)) => {
+                if schema.get("type").and_then(Value::as_str) != Some("object") {
+                    problems.push(format!("{place} has a `{field}` whose \"type\" is not \"object\""));
+                }
+            }
+            Some(_) => problems.push(format!("{place} has a `{field}` that is not a JSON object")),
+            None => problems.push(format!("{place} has no `{field}`")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_provider_pattern() {
+        assert!(is_valid_tool_name("read_file"));
+        assert!(is_valid_tool_name("mcp-server_tool9"));
+        assert!(is_valid_tool_name(&"a".repeat(64)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name("read file"));
+        assert!(!is_valid_tool_name("server.tool"));
+        assert!(!is_valid_tool_name("outil_é"));
+    }
+}

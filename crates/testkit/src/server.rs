@@ -1,0 +1,381 @@
+//! The scripted LLM server: the test handle, its shared state, routing and the per-request flow.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::Response;
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::exchange::Exchange;
+use crate::invariants::{CheckOptions, check_request};
+use crate::script::{ErrorKind, RecordedRequest, Reply, Wire};
+use crate::{anthropic, openai, sse};
+
+/// Why the scripted LLM server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The listening socket could not be opened.
+    #[error("can't bind the scripted LLM server: {0}")]
+    Bind(#[source] std::io::Error),
+    /// The server stopped on an IO error.
+    #[error("can't keep serving the scripted LLM: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Handle to a scripted LLM server running on a tokio task. Clones share the server; it shuts
+/// down when the last clone is dropped or `shutdown` is called.
+#[derive(Clone)]
+pub struct ScriptedLlm {
+    shared: Arc<Shared>,
+    address: SocketAddr,
+    lifetime: Arc<Lifetime>,
+}
+
+/// Cancels the server when the last handle goes away.
+struct Lifetime {
+    shutdown: CancellationToken,
+}
+
+impl Drop for Lifetime {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl ScriptedLlm {
+    /// Starts a server on `127.0.0.1:0`. Panics if no port can be bound (this is test support).
+    pub async fn start() -> ScriptedLlm {
+        match ScriptedLlm::try_start().await {
+            Ok(server) => server,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    /// Starts a server on `127.0.0.1:0`.
+    pub async fn try_start() -> Result<ScriptedLlm, ServerError> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.map_err(ServerError::Bind)?;
+        let address = listener.local_addr().map_err(ServerError::Bind)?;
+        let shared = Arc::new(Shared::new(Mode::Scripted));
+        let shutdown = CancellationToken::new();
+        let serving = run_router(listener, router(Arc::clone(&shared)), shutdown.clone().cancelled_owned());
+        tokio::spawn(async move {
+            if let Err(error) = serving.await {
+                eprintln!("scripted LLM: {error}");
+            }
+        });
+        Ok(ScriptedLlm { shared, address, lifetime: Arc::new(Lifetime { shutdown }) })
+    }
+
+    /// The base URL clients are configured with: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    /// The socket address the server listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Queues a reply; requests on either wire consume replies first in, first out.
+    /// Calls with an empty id get the next `call_N` id of this server (`call_1` first).
+    pub fn push(&self, mut reply: Reply) {
+        let mut state = self.shared.lock();
+        reply.assign_call_ids(&mut state.next_call_number);
+        state.script.push_back(reply);
+    }
+
+    /// Queues several replies in order.
+    pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
+        for reply in replies {
+            self.push(reply);
+        }
+    }
+
+    /// From now on every request must carry `key` (OpenAI: `Authorization: Bearer KEY`;
+    /// Anthropic: `x-api-key: KEY` and an `anthropic-version` header).
+    pub fn expect_api_key(&self, key: &str) {
+        self.shared.lock().expected_api_key = Some(key.to_owned());
+    }
+
+    /// Whether requests must carry a non-empty system prompt (default: required).
+    pub fn set_require_system_prompt(&self, required: bool) {
+        self.shared.lock().check_options.require_system_prompt = required;
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// The latest request received, if any.
+    pub fn last_request(&self) -> Option<RecordedRequest> {
+        self.shared.lock().requests.last().cloned()
+    }
+
+    /// Every invariant failure seen so far, each a readable sentence.
+    pub fn violations(&self) -> Vec<String> {
+        self.shared.lock().violations.clone()
+    }
+
+    /// Panics listing the violations, if there are any.
+    pub fn assert_clean(&self) {
+        let violations = self.violations();
+        if !violations.is_empty() {
+            panic!("the scripted LLM saw {} violation(s):\n  - {}", violations.len(), violations.join("\n  - "));
+        }
+    }
+
+    /// Panics if scripted replies are left over, i.e. the client made fewer requests than scripted.
+    pub fn assert_script_consumed(&self) {
+        let remaining = self.remaining();
+        if remaining > 0 {
+            panic!("the scripted LLM still has {remaining} unused repl(ies) queued");
+        }
+    }
+
+    /// How many replies are still queued.
+    pub fn remaining(&self) -> usize {
+        self.shared.lock().script.len()
+    }
+
+    /// Stops accepting connections; in-flight answers finish.
+    pub fn shutdown(&self) {
+        self.lifetime.shutdown.cancel();
+    }
+}
+
+/// Serves every request on `listener` with the same text reply until `shutdown` resolves,
+/// keeping no record of requests; invariant violations go to stderr. Used for benchmarks.
+pub async fn run_fixed_reply(
+    listener: TcpListener,
+    reply_text: String,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let shared = Arc::new(Shared::new(Mode::FixedReply(reply_text)));
+    run_router(listener, router(shared), shutdown).await
+}
+
+async fn run_router(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    axum::serve(listener, router).with_graceful_shutdown(shutdown).await.map_err(ServerError::Serve)
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(Wire::OpenAi.path(), post(openai_request))
+        .route(Wire::Anthropic.path(), post(anthropic_request))
+        .fallback(unknown_request)
+        // Context-overflow tests send large prompts; the default 2 MB limit would reject them.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(shared)
+}
+
+/// Whether the server follows a script or answers everything alike.
+enum Mode {
+    Scripted,
+    FixedReply(String),
+}
+
+struct Shared {
+    mode: Mode,
+    state: Mutex<ScriptState>,
+}
+
+struct ScriptState {
+    script: VecDeque<Reply>,
+    requests: Vec<RecordedRequest>,
+    violations: Vec<String>,
+    expected_api_key: Option<String>,
+    check_options: CheckOptions,
+    next_call_number: u64,
+    request_count: u64,
+}
+
+/// What the server does with an admitted request.
+enum Outcome {
+    Reply(Reply),
+    Rejected(Rejection),
+    Exhausted,
+}
+
+/// Why a request's credentials were refused.
+enum Rejection {
+    WrongKey,
+    MissingVersion,
+}
+
+impl Shared {
+    fn new(mode: Mode) -> Shared {
+        let state = ScriptState {
+            script: VecDeque::new(),
+            requests: Vec::new(),
+            violations: Vec::new(),
+            expected_api_key: None,
+            check_options: CheckOptions::default(),
+            next_call_number: 1,
+            request_count: 0,
+        };
+        Shared { mode, state: Mutex::new(state) }
+    }
+
+    /// A panicking test thread must not hide the record from the other tests' assertions.
+    fn lock(&self) -> MutexGuard<'_, ScriptState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record_violations(&self, state: &mut ScriptState, label: &str, problems: Vec<String>) {
+        for problem in problems {
+            let sentence = format!("{label}: {problem}");
+            match &self.mode {
+                Mode::Scripted => state.violations.push(sentence),
+                Mode::FixedReply(_) => eprintln!("scripted LLM violation: {sentence}"),
+            }
+        }
+    }
+
+    /// Records the request, checks it, and takes the reply it gets, all under one lock so
+    /// concurrent requests keep a consistent order.
+    fn admit(&self, wire: Wire, headers: &HeaderMap, body: &Result<Value, String>) -> (u64, Outcome) {
+        let mut state = self.lock();
+        state.request_count += 1;
+        let number = state.request_count;
+        let label = format!("request {number} ({wire} {})", wire.path());
+        if let Mode::Scripted = self.mode {
+            let recorded_body = match body {
+                Ok(value) => value.clone(),
+                Err(raw) => Value::String(raw.clone()),
+            };
+            state.requests.push(RecordedRequest {
+                wire,
+                path: wire.path().to_owned(),
+                headers: recorded_headers(headers),
+                body: recorded_body,
+            });
+        }
+        let mut problems = match body {
+            Ok(value) => check_request(wire, value, &state.check_options),
+            Err(_) => vec!["the body is not valid JSON".to_owned()],
+        };
+        let rejection = state.expected_api_key.as_deref().and_then(|key| check_credentials(wire, headers, key));
+        let outcome = match (rejection, &self.mode) {
+            (Some(rejection), _) => {
+                problems.push(rejection.describe(wire));
+                Outcome::Rejected(rejection)
+            }
+            (None, Mode::FixedReply(text)) => Outcome::Reply(Reply::Text(text.clone())),
+            (None, Mode::Scripted) => match state.script.pop_front() {
+                Some(reply) => Outcome::Reply(reply),
+                None => {
+                    problems.push("unexpected request: script exhausted".to_owned());
+                    Outcome::Exhausted
+                }
+            },
+        };
+        self.record_violations(&mut state, &label, problems);
+        (number, outcome)
+    }
+}
+
+impl Rejection {
+    fn describe(&self, wire: Wire) -> String {
+        match (self, wire) {
+            (Rejection::WrongKey, Wire::OpenAi) => {
+                "the request lacks the expected API key in `Authorization: Bearer <key>`".to_owned()
+            }
+            (Rejection::WrongKey, Wire::Anthropic) => {
+                "the request lacks the expected API key in `x-api-key`".to_owned()
+            }
+            (Rejection::MissingVersion, _) => "the request has no `anthropic-version` header".to_owned(),
+        }
+    }
+}
+
+fn check_credentials(wire: Wire, headers: &HeaderMap, key: &str) -> Option<Rejection> {
+    let header_text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    match wire {
+        Wire::OpenAi => {
+            let expected = format!("Bearer {key}");
+            (header_text(header::AUTHORIZATION.as_str()) != Some(expected.as_str())).then_some(Rejection::WrongKey)
+        }
+        Wire::Anthropic if header_text("x-api-key") != Some(key) => Some(Rejection::WrongKey),
+        Wire::Anthropic if header_text("anthropic-version").is_none_or(str::is_empty) => {
+            Some(Rejection::MissingVersion)
+        }
+        Wire::Anthropic => None,
+    }
+}
+
+fn recorded_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect()
+}
+
+async fn openai_request(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    answer(&shared, Wire::OpenAi, &headers, &body).await
+}
+
+async fn anthropic_request(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    answer(&shared, Wire::Anthropic, &headers, &body).await
+}
+
+async fn answer(shared: &Shared, wire: Wire, headers: &HeaderMap, raw_body: &Bytes) -> Response {
+    let body = serde_json::from_slice::<Value>(raw_body).map_err(|_| String::from_utf8_lossy(raw_body).into_owned());
+    let (number, outcome) = shared.admit(wire, headers, &body);
+    let exchange = Exchange::new(number, body.as_ref().unwrap_or(&Value::Null), raw_body.len());
+    match outcome {
+        Outcome::Reply(reply) => {
+            let reply = wait_until_due(reply).await;
+            match wire {
+                Wire::OpenAi => openai::respond(&reply, &exchange),
+                Wire::Anthropic => anthropic::respond(&reply, &exchange),
+            }
+        }
+        Outcome::Rejected(Rejection::WrongKey) => wire_error(wire, 401, ErrorKind::Auth, "", &exchange),
+        Outcome::Rejected(Rejection::MissingVersion) => {
+            wire_error(wire, 400, ErrorKind::BadRequest, "anthropic-version: header is required", &exchange)
+        }
+        Outcome::Exhausted => {
+            wire_error(wire, 500, ErrorKind::Server, "scripted LLM: unexpected request: script exhausted", &exchange)
+        }
+    }
+}
+
+/// Sleeps through every `Delayed` layer and returns the reply that is finally due.
+async fn wait_until_due(mut reply: Reply) -> Reply {
+    while let Reply::Delayed { delay, reply: inner } = reply {
+        tokio::time::sleep(delay).await;
+        reply = *inner;
+    }
+    reply
+}
+
+fn wire_error(wire: Wire, status: u16, kind: ErrorKind, message: &str, exchange: &Exchange) -> Response {
+    match wire {
+        Wire::OpenAi => openai::error_response(status, kind, message, None, exchange),
+        Wire::Anthropic => anthropic::error_response(status, kind, message, None),
+    }
+}
+
+async fn unknown_request(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
+    let problem = format!("unexpected request: {method} {uri} is not an endpoint of the scripted LLM");
+    {
+        let mut state = shared.lock();
+        shared.record_violations(&mut state, "request outside the API", vec![problem.clone()]);
+    }
+    let body = json!({"error": {"message": problem, "type": "invalid_request_error", "param": null, "code": null}});
+    sse::raw_response(StatusCode::NOT_FOUND, "application/json", body.to_string())
+}

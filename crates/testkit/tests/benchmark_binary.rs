@@ -1,0 +1,73 @@
+//! The `squidbot-scripted-llm` benchmark binary answers both wires with its fixed reply.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::{anthropic_body, openai_body, openai_chunks, read_stream};
+
+/// Kills the server process this test started, even when an assertion fails.
+struct RunningServer(Child);
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Err(error) = self.0.kill() {
+            eprintln!("can't stop the benchmark server: {error}");
+        }
+        if let Err(error) = self.0.wait() {
+            eprintln!("can't reap the benchmark server: {error}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_benchmark_binary_answers_every_request_with_its_reply() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_squidbot-scripted-llm"))
+        .args(["--port", "0", "--reply", "bench reply"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let server = RunningServer(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("a first line");
+    let base_url = line.trim().strip_prefix("listening on ").expect("the listening line").to_owned();
+    assert!(base_url.starts_with("http://127.0.0.1:") && base_url.ends_with("/v1"), "{base_url}");
+
+    let client = reqwest::Client::new();
+    for _ in 0..3 {
+        let completion: Value = client
+            .post(format!("{base_url}/chat/completions"))
+            .json(&openai_body(false))
+            .send()
+            .await
+            .expect("response")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(completion["choices"][0]["message"]["content"], "bench reply");
+    }
+    let response =
+        client.post(format!("{base_url}/chat/completions")).json(&openai_body(true)).send().await.expect("response");
+    let text: String = openai_chunks(&read_stream(response).await.text)
+        .iter()
+        .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "bench reply");
+    let message: Value = client
+        .post(format!("{base_url}/messages"))
+        .json(&anthropic_body(false))
+        .send()
+        .await
+        .expect("response")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(message["content"][0]["text"], "bench reply");
+    let response =
+        client.post(format!("{base_url}/messages")).json(&json!({"messages": []})).send().await.expect("response");
+    assert_eq!(response.status(), 200, "violations are logged, not fatal");
+    drop(server);
+}

@@ -1,0 +1,230 @@
+//! `exec`: runs a shell command in the workspace after the safety check, with a timeout,
+//! a filtered environment, the whole process group killed on timeout or cancellation,
+//! and output capped with its middle omitted.
+
+mod background;
+mod environment;
+mod output;
+mod process_group;
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
+use squidbot_types::ToolSpec;
+use squidbot_types::config::ExecConfig;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+
+pub use background::JOBS_DIRECTORY;
+pub use environment::{DEFAULT_PATH, SAFE_NAMES, SECRET_MARKERS, looks_secret};
+
+use crate::path_guard::PathGuard;
+use crate::safety::{CommandPolicy, PolicyError};
+use crate::{parse, schema};
+use output::OutputCollector;
+use process_group::GroupGuard;
+
+/// Longest timeout the model may ask for, in seconds.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// How long output may keep flowing after the shell exits (background children still
+/// holding the pipe) before they are stopped.
+const AFTER_EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// How long to collect the last output after killing a timed-out or cancelled command.
+const AFTER_KILL_GRACE: Duration = Duration::from_millis(250);
+
+/// Run a shell command (sh -c) in the workspace; returns its output and exit code.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ExecArguments {
+    /// Shell command.
+    pub command: String,
+    /// Timeout in seconds.
+    pub timeout: Option<u64>,
+    /// Run detached; output goes to a log file.
+    #[serde(default)]
+    pub background: bool,
+}
+
+/// The `exec` tool.
+#[derive(Debug)]
+pub struct ExecTool {
+    guard: PathGuard,
+    timeout_secs: u64,
+    max_output_chars: usize,
+    policy: Result<CommandPolicy, PolicyError>,
+    passed_names: Vec<String>,
+}
+
+/// How a foreground command ended.
+#[derive(Debug)]
+enum Ending {
+    Exited { status: ExitStatus, left_running: bool },
+    TimedOut,
+    Cancelled,
+}
+
+impl ExecTool {
+    /// An `exec` tool with `[tools.exec]` settings; its working directory goes through `guard`.
+    /// An invalid `blocked_patterns` entry makes every call fail (and is logged now).
+    pub fn new(guard: PathGuard, config: &ExecConfig) -> Self {
+        let policy = CommandPolicy::new(&config.blocked_patterns);
+        if let Err(error) = &policy {
+            tracing::error!(%error, "exec will refuse every command until the configuration is fixed");
+        }
+        Self {
+            guard,
+            timeout_secs: config.timeout_secs.clamp(1, MAX_TIMEOUT_SECS),
+            max_output_chars: config.max_output_chars,
+            policy,
+            passed_names: environment::passed_names(&config.pass_env),
+        }
+    }
+
+    async fn exec(&self, arguments: ExecArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let policy = self.policy.as_ref().map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))?;
+        policy.check(&arguments.command).map_err(|refusal| ToolError::RespondToModel(refusal.to_string()))?;
+        let directory = self.guard.workspace_directory(&context.workspace)?;
+        if arguments.background {
+            return background::start(&arguments.command, &directory, &self.passed_names).await;
+        }
+        let timeout_secs = arguments.timeout.unwrap_or(self.timeout_secs).clamp(1, MAX_TIMEOUT_SECS);
+        let spawn_failure = |error: std::io::Error| ToolError::Fatal(format!("can't run sh: {error}"));
+        let (reader, writer) = std::io::pipe().map_err(spawn_failure)?;
+        let writer_for_errors = writer.try_clone().map_err(spawn_failure)?;
+        let mut process = tokio::process::Command::new("sh");
+        process
+            .arg("-c")
+            .arg(&arguments.command)
+            .current_dir(&directory)
+            .env_clear()
+            .envs(environment::values(&self.passed_names))
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer_for_errors)
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = process.spawn().map_err(spawn_failure)?;
+        // The command holds our copies of the pipe's write end; without dropping it the
+        // pipe never reports end of file.
+        drop(process);
+        let mut guard = GroupGuard::new(child.id());
+        let mut receiver = pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(spawn_failure)?;
+        let mut collector = OutputCollector::new(self.max_output_chars);
+        let ending = tokio::select! {
+            biased;
+            () = context.cancel.cancelled() => Ending::Cancelled,
+            () = tokio::time::sleep(Duration::from_secs(timeout_secs)) => Ending::TimedOut,
+            finished = run_to_end(&mut child, &mut receiver, &mut collector) => {
+                finished.map_err(|error| ToolError::Fatal(format!("can't run sh: {error}")))?
+            }
+        };
+        match ending {
+            Ending::Exited { left_running: false, .. } => guard.disarm(),
+            Ending::Exited { left_running: true, .. } | Ending::TimedOut | Ending::Cancelled => {
+                guard.kill();
+                if let Err(error) = child.wait().await {
+                    tracing::warn!(%error, "can't reap killed command");
+                }
+                let drained = tokio::time::timeout(AFTER_KILL_GRACE, drain(&mut receiver, &mut collector));
+                if drained.await.is_err() {
+                    tracing::debug!("output pipe still open after killing the command");
+                }
+            }
+        }
+        let mut text = if collector.is_empty() { "(no output)".to_owned() } else { collector.render() };
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&footer(&ending, timeout_secs));
+        Ok(ToolOutput::text(text))
+    }
+}
+
+/// Reads output until end of file while waiting for the shell to exit. When the shell has
+/// exited but something it started still holds the pipe open, waits briefly, then reports
+/// it as left running.
+async fn run_to_end(
+    child: &mut tokio::process::Child,
+    receiver: &mut pipe::Receiver,
+    collector: &mut OutputCollector,
+) -> std::io::Result<Ending> {
+    let mut status = None;
+    let mut end_of_file = false;
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            exited = child.wait(), if status.is_none() => status = Some(exited?),
+            read = receiver.read(&mut buffer), if !end_of_file => match read? {
+                0 => end_of_file = true,
+                count => collector.push(&buffer[..count]),
+            },
+        }
+        match (status, end_of_file) {
+            (Some(status), true) => return Ok(Ending::Exited { status, left_running: false }),
+            (Some(status), false) => {
+                let drained = tokio::time::timeout(AFTER_EXIT_GRACE, drain(receiver, collector)).await;
+                return Ok(Ending::Exited { status, left_running: drained.is_err() });
+            }
+            (None, _) => {}
+        }
+    }
+}
+
+/// Reads the pipe to its end (or first error) into `collector`.
+async fn drain(receiver: &mut pipe::Receiver, collector: &mut OutputCollector) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    while let Ok(count) = receiver.read(&mut buffer).await {
+        if count == 0 {
+            return;
+        }
+        collector.push(&buffer[..count]);
+    }
+}
+
+/// The last line of the result: how the command ended.
+fn footer(ending: &Ending, timeout_secs: u64) -> String {
+    match ending {
+        Ending::Exited { status, left_running } => {
+            let mut line = match (status.code(), status.signal()) {
+                (Some(code), _) => format!("[exit code {code}]"),
+                (None, Some(signal)) => format!("[killed by signal {signal}]"),
+                (None, None) => "[exit status unknown]".to_owned(),
+            };
+            if *left_running {
+                line.push_str(
+                    "\n[processes it left running in the background were stopped; use background: true for long-running jobs]",
+                );
+            }
+            line
+        }
+        Ending::TimedOut => format!("[killed after {timeout_secs}s timeout]"),
+        Ending::Cancelled => "[cancelled; command killed]".to_owned(),
+    }
+}
+
+impl Tool for ExecTool {
+    fn spec(&self) -> ToolSpec {
+        let mut spec = schema::spec_for::<ExecArguments>("exec");
+        if let Some(timeout) = spec.parameters.pointer_mut("/properties/timeout/description") {
+            *timeout = serde_json::Value::String(format!(
+                "Timeout in seconds (default {}, max {MAX_TIMEOUT_SECS}).",
+                self.timeout_secs
+            ));
+        }
+        spec
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, arguments: serde_json::Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.exec(parse(arguments)?, context).await
+    }
+}
