@@ -37,13 +37,12 @@ pub(crate) fn describe_error(error: &dyn Error) -> String {
     text
 }
 
-/// Classifies a failure to get a response at all (no HTTP status).
+/// Classifies a failure to send a request or read its response. Body read errors count as
+/// transient even when reqwest calls them "decode" errors: they are broken connections.
 pub(crate) fn from_transport_error(provider: &str, error: &reqwest::Error) -> ProviderError {
     let message = truncate(&describe_error(error));
     if error.is_builder() {
         ProviderError::Config { message: format!("can't build the request for provider {provider}: {message}") }
-    } else if error.is_decode() {
-        ProviderError::InvalidResponse { provider: provider.to_owned(), message }
     } else {
         ProviderError::Transient { provider: provider.to_owned(), message }
     }

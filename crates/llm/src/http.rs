@@ -192,7 +192,10 @@ impl Transport {
     pub(crate) async fn next_chunk(&self, response: &mut reqwest::Response) -> Result<Option<Bytes>, ProviderError> {
         match tokio::time::timeout(self.timeout, response.chunk()).await {
             Err(_) => Err(self.transient(format!("no data for {}", format_duration(self.timeout)))),
-            Ok(Err(error)) => Err(fault::from_transport_error(&self.provider, &error)),
+            Ok(Err(error)) => Err(self.transient(format!(
+                "the connection broke mid-response: {}",
+                fault::truncate(&fault::describe_error(&error))
+            ))),
             Ok(Ok(chunk)) => Ok(chunk),
         }
     }

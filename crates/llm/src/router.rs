@@ -110,13 +110,7 @@ impl Router {
                 ),
             });
         };
-        if let Some(error) = route.unusable() {
-            return Err(error);
-        }
-        match &route.adapter {
-            Ok(adapter) => Ok((adapter, model)),
-            Err(error) => Err(error.clone()),
-        }
+        Ok((route.adapter()?, model))
     }
 
     /// The requested model, then the fallbacks it isn't already.
@@ -395,13 +389,14 @@ mod tests {
     }
 
     #[test]
-    fn custom_sections_need_an_api_base_but_not_a_kind() {
+    fn custom_sections_need_an_api_base_and_default_to_the_openai_wire() {
         let mut config = config("local/test-model");
-        config.providers.insert(
-            "local".into(),
-            ProviderConfig { api_base: Some("http://127.0.0.1:8089/v1".into()), ..ProviderConfig::default() },
-        );
+        config.providers.insert("local".into(), ProviderConfig::default());
+        let issues = Router::from_config(&config, &no_env).unwrap_err();
+        assert_eq!(issues.iter().map(|issue| issue.key.as_str()).collect::<Vec<_>>(), vec!["providers.local.api_base"]);
+        config.providers.get_mut("local").unwrap().api_base = Some("http://127.0.0.1:8089/v1".into());
         let router = Router::from_config(&config, &no_env).unwrap();
+        assert_eq!(router.describe()[0].kind, ProviderKind::Openai);
         assert_eq!(router.describe()[0].key, KeySource::NotRequired);
         assert!(router.check_model("local/test-model").is_ok());
         assert_eq!(router.default_model(), "local/test-model");

@@ -62,12 +62,11 @@ fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<(Vec<Strin
 /// Reads an env value as TOML (numbers, booleans) or JSON (arrays, tables), else a string.
 fn typed_value(raw: &str) -> toml::Value {
     let trimmed = raw.trim();
-    if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        if let Ok(json) = serde_json::from_str::<serde_json::Value>(trimmed) {
-            if let Ok(value) = toml::Value::try_from(json) {
-                return value;
-            }
-        }
+    if (trimmed.starts_with('[') || trimmed.starts_with('{'))
+        && let Ok(json) = serde_json::from_str::<serde_json::Value>(trimmed)
+        && let Ok(value) = toml::Value::try_from(json)
+    {
+        return value;
     }
     match toml::from_str::<toml::Table>(&format!("value = {trimmed}")) {
         Ok(mut table) => match table.remove("value") {

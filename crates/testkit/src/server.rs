@@ -1,6 +1,7 @@
 //! The scripted LLM server: the test handle, its shared state, routing and the per-request flow.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -48,6 +49,12 @@ struct Lifetime {
 impl Drop for Lifetime {
     fn drop(&mut self) {
         self.shutdown.cancel();
+    }
+}
+
+impl fmt::Debug for ScriptedLlm {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_struct("ScriptedLlm").field("base_url", &self.base_url()).finish_non_exhaustive()
     }
 }
 
@@ -245,9 +252,15 @@ impl Shared {
         }
     }
 
-    /// Records the request, checks it, and takes the reply it gets, all under one lock so
+    /// Checks the request, then records it and takes the reply it gets under one lock so
     /// concurrent requests keep a consistent order.
     fn admit(&self, wire: Wire, headers: &HeaderMap, body: &Result<Value, String>) -> (u64, Outcome) {
+        // Checking happens outside the main lock so concurrent benchmark requests don't queue on it.
+        let check_options = self.lock().check_options;
+        let mut problems = match body {
+            Ok(value) => check_request(wire, value, &check_options),
+            Err(_) => vec!["the body is not valid JSON".to_owned()],
+        };
         let mut state = self.lock();
         state.request_count += 1;
         let number = state.request_count;
@@ -264,10 +277,6 @@ impl Shared {
                 body: recorded_body,
             });
         }
-        let mut problems = match body {
-            Ok(value) => check_request(wire, value, &state.check_options),
-            Err(_) => vec!["the body is not valid JSON".to_owned()],
-        };
         let rejection = state.expected_api_key.as_deref().and_then(|key| check_credentials(wire, headers, key));
         let outcome = match (rejection, &self.mode) {
             (Some(rejection), _) => {

@@ -42,7 +42,7 @@ async fn a_plain_text_message_ends_the_turn() {
 #[tokio::test]
 async fn streamed_parallel_tool_uses_reassemble_to_the_script() {
     let llm = ScriptedLlm::start().await;
-    let scripted = vec![
+    let scripted = [
         ("read_file", json!({"path": "notes/today.md"})),
         ("exec", json!({"command": "ls -la /tmp", "timeout_secs": 30})),
     ];

@@ -251,7 +251,15 @@ async fn dropping_the_last_handle_stops_the_server() {
         reqwest::Client::new().post(format!("{url}/chat/completions")).json(&openai_body(false)).send().await;
     assert_eq!(response.expect("server still up").status(), 200);
     drop(clone);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let refused = reqwest::Client::new().post(format!("{url}/chat/completions")).json(&openai_body(false)).send().await;
-    assert!(refused.is_err(), "the server stopped listening");
+    let mut refused = false;
+    for _ in 0..100 {
+        let attempt =
+            reqwest::Client::new().post(format!("{url}/chat/completions")).json(&openai_body(false)).send().await;
+        if attempt.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "the server stopped listening");
 }

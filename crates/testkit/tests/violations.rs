@@ -170,7 +170,7 @@ async fn the_system_prompt_requirement_can_be_switched_off() {
     llm.set_require_system_prompt(false);
     llm.push_all([Reply::text("ok"), Reply::text("ok")]);
     let mut openai = openai_body(false);
-    openai["messages"].as_array_mut().map(|messages| messages.remove(0));
+    openai["messages"].as_array_mut().expect("an array").remove(0);
     post(&llm, Wire::OpenAi, &openai).await;
     let mut anthropic = anthropic_body(false);
     anthropic.as_object_mut().map(|object| object.remove("system"));

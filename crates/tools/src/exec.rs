@@ -125,6 +125,8 @@ impl ExecTool {
             }
         };
         match ending {
+            // Children that sent their output elsewhere (`server > log 2>&1 &`) were
+            // detached on purpose: leave them running.
             Ending::Exited { left_running: false, .. } => guard.disarm(),
             Ending::Exited { left_running: true, .. } | Ending::TimedOut | Ending::Cancelled => {
                 guard.kill();

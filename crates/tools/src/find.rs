@@ -43,7 +43,7 @@ impl FindTool {
             .build()
             .map_err(|error| ToolError::RespondToModel(format!("can't find: invalid glob: {error}")))?
             .compile_matcher();
-        let by_name = !arguments.pattern.contains('/');
+        let target = if arguments.pattern.contains('/') { MatchAgainst::RelativePath } else { MatchAgainst::Name };
         let shown = arguments.path.as_deref().unwrap_or(".");
         let root = self.guard.resolve(shown, &context.workspace, "search")?;
         let metadata = tokio::fs::metadata(&root).await.map_err(|error| io_refusal("search", shown, &error))?;
@@ -53,7 +53,7 @@ impl FindTool {
         let relativizer = Relativizer::new(&context.workspace);
         let cancel = context.cancel.clone();
         let (found, total, cancelled) =
-            tokio::task::spawn_blocking(move || collect(&root, &matcher, by_name, &relativizer, &cancel))
+            tokio::task::spawn_blocking(move || collect(&root, &matcher, target, &relativizer, &cancel))
                 .await
                 .map_err(|error| join_failure("find files", &error))?;
         if found.is_empty() && !cancelled {
@@ -70,13 +70,21 @@ impl FindTool {
     }
 }
 
+/// What a glob is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MatchAgainst {
+    /// The entry's own name, at any depth (`*.md`).
+    Name,
+    /// The entry's path below the search root (`src/**/*.rs`).
+    RelativePath,
+}
+
 /// Sorted matches (at most [`MAX_RESULTS`]), the total number of matches, and whether the
-/// walk was cancelled. A pattern without `/` is matched against names, else against the
-/// path below `root`.
+/// walk was cancelled.
 fn collect(
     root: &Path,
     matcher: &GlobMatcher,
-    by_name: bool,
+    target: MatchAgainst,
     relativizer: &Relativizer,
     cancel: &CancellationToken,
 ) -> (Vec<String>, usize, bool) {
@@ -86,10 +94,11 @@ fn collect(
         if cancel.is_cancelled() {
             return (found, total, true);
         }
-        let matched = if by_name {
-            matcher.is_match(entry.file_name())
-        } else {
-            entry.path().strip_prefix(root).is_ok_and(|relative| matcher.is_match(relative))
+        let matched = match target {
+            MatchAgainst::Name => matcher.is_match(entry.file_name()),
+            MatchAgainst::RelativePath => {
+                entry.path().strip_prefix(root).is_ok_and(|relative| matcher.is_match(relative))
+            }
         };
         if !matched {
             continue;

@@ -32,7 +32,7 @@ pub use write_file::WriteFileTool;
 /// The seven built-in tools (`read_file`, `write_file`, `edit_file`, `list_dir`, `grep`,
 /// `find`, `exec`) configured from `[tools]`.
 pub fn builtin_tools(config: &ToolsConfig) -> Vec<Arc<dyn DynTool>> {
-    let guard = PathGuard::new(config.restrict_to_workspace);
+    let guard = PathGuard::from_config(config);
     vec![
         Arc::new(ReadFileTool::new(guard)),
         Arc::new(WriteFileTool::new(guard)),

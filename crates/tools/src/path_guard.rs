@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use squidbot_core::tool::ToolError;
+use squidbot_types::config::ToolsConfig;
 
 use crate::scan::Relativizer;
 
@@ -16,9 +17,19 @@ pub struct PathGuard {
 }
 
 impl PathGuard {
-    /// A guard that keeps paths inside the workspace when `restrict_to_workspace` is set.
-    pub fn new(restrict_to_workspace: bool) -> Self {
-        Self { restrict_to_workspace }
+    /// A guard keeping every path inside the workspace.
+    pub fn restricted_to_workspace() -> Self {
+        Self { restrict_to_workspace: true }
+    }
+
+    /// A guard that only refuses malformed paths (NUL bytes).
+    pub fn unrestricted() -> Self {
+        Self { restrict_to_workspace: false }
+    }
+
+    /// The guard `[tools] restrict_to_workspace` asks for.
+    pub fn from_config(config: &ToolsConfig) -> Self {
+        if config.restrict_to_workspace { Self::restricted_to_workspace() } else { Self::unrestricted() }
     }
 
     /// True when paths must stay inside the workspace.
@@ -122,7 +133,7 @@ mod tests {
     #[test]
     fn relative_paths_resolve_inside_the_workspace() {
         let directory = tempfile::tempdir().unwrap();
-        let guard = PathGuard::new(true);
+        let guard = PathGuard::restricted_to_workspace();
         let resolved = guard.resolve("a/b.txt", directory.path(), "write").unwrap();
         assert_eq!(resolved, directory.path().canonicalize().unwrap().join("a/b.txt"));
     }
@@ -130,14 +141,14 @@ mod tests {
     #[test]
     fn parent_components_are_refused() {
         let directory = tempfile::tempdir().unwrap();
-        let text = message(PathGuard::new(true).resolve("../x", directory.path(), "read"));
+        let text = message(PathGuard::restricted_to_workspace().resolve("../x", directory.path(), "read"));
         assert!(text.starts_with("can't read ../x: path escapes the workspace"), "{text}");
     }
 
     #[test]
     fn absolute_paths_outside_are_refused_inside_allowed() {
         let directory = tempfile::tempdir().unwrap();
-        let guard = PathGuard::new(true);
+        let guard = PathGuard::restricted_to_workspace();
         message(guard.resolve("/etc/passwd", directory.path(), "read"));
         let inside = directory.path().join("new.txt");
         assert!(guard.resolve(inside.to_str().unwrap(), directory.path(), "write").is_ok());
@@ -146,14 +157,14 @@ mod tests {
     #[test]
     fn nul_bytes_are_refused_even_unrestricted() {
         let directory = tempfile::tempdir().unwrap();
-        let text = message(PathGuard::new(false).resolve("a\0b", directory.path(), "read"));
+        let text = message(PathGuard::unrestricted().resolve("a\0b", directory.path(), "read"));
         assert!(text.contains("NUL"), "{text}");
     }
 
     #[test]
     fn unrestricted_allows_outside() {
         let directory = tempfile::tempdir().unwrap();
-        assert!(PathGuard::new(false).resolve("../x", directory.path(), "read").is_ok());
+        assert!(PathGuard::unrestricted().resolve("../x", directory.path(), "read").is_ok());
     }
 
     #[test]
@@ -161,7 +172,7 @@ mod tests {
         let workspace = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), workspace.path().join("link")).unwrap();
-        let guard = PathGuard::new(true);
+        let guard = PathGuard::restricted_to_workspace();
         message(guard.resolve("link/new/file.txt", workspace.path(), "write"));
         std::os::unix::fs::symlink("/nonexistent/target", workspace.path().join("dangling")).unwrap();
         let text = message(guard.resolve("dangling", workspace.path(), "write"));
@@ -171,7 +182,7 @@ mod tests {
     #[test]
     fn display_is_relative_to_the_workspace() {
         let directory = tempfile::tempdir().unwrap();
-        let guard = PathGuard::new(true);
+        let guard = PathGuard::restricted_to_workspace();
         let resolved = guard.resolve("src/x.rs", directory.path(), "read").unwrap();
         assert_eq!(guard.display(&resolved, directory.path()), "src/x.rs");
     }

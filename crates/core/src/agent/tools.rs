@@ -66,6 +66,7 @@ fn parse_call_arguments(arguments: &str) -> Result<serde_json::Value, ToolError>
     }
     match serde_json::from_str::<serde_json::Value>(arguments) {
         Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+        Ok(serde_json::Value::Null) => Ok(serde_json::Value::Object(serde_json::Map::new())),
         Ok(_) => Err(ToolError::RespondToModel("invalid arguments: expected a JSON object".into())),
         Err(error) => Err(ToolError::RespondToModel(format!(
             "invalid JSON in the arguments ({error}); send the arguments again as one JSON object"
@@ -82,6 +83,7 @@ mod tests {
         let error = parse_call_arguments("{\"path\": ").unwrap_err();
         assert!(matches!(error, ToolError::RespondToModel(message) if message.contains("invalid JSON")));
         assert!(parse_call_arguments("").unwrap().is_object());
+        assert!(parse_call_arguments("null").unwrap().is_object());
         assert!(parse_call_arguments("[1]").is_err());
     }
 }

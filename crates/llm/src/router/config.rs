@@ -96,12 +96,12 @@ pub(crate) struct Route {
 }
 
 impl Route {
-    /// The error a call to this provider fails with before any request, if any.
-    pub(crate) fn unusable(&self) -> Option<ProviderError> {
+    /// The adapter to call, or the configuration error that stops the call before any request.
+    pub(crate) fn adapter(&self) -> Result<&Adapter, ProviderError> {
         if self.info.key == KeySource::Missing {
-            return Some(ProviderError::Config { message: missing_key_problem(&self.info.name, &self.key_env) });
+            return Err(ProviderError::Config { message: missing_key_problem(&self.info.name, &self.key_env) });
         }
-        self.adapter.as_ref().err().cloned()
+        self.adapter.as_ref().map_err(Clone::clone)
     }
 }
 
@@ -240,7 +240,8 @@ fn build_route(
             "a provider name may not be empty or contain '/' or spaces",
         ));
     }
-    let kind = section.kind.or(preset.map(|preset| preset.kind)).unwrap_or(ProviderKind::Openai);
+    // Most custom endpoints speak the OpenAI wire protocol, so that is the default.
+    let kind = Some(section.kind.or(preset.map(|preset| preset.kind)).unwrap_or(ProviderKind::Openai));
     let api_base = section.api_base.clone().or(preset.map(|preset| preset.api_base.to_owned()));
     match &api_base {
         None => issues.push(ConfigIssue::new(
@@ -271,7 +272,7 @@ fn build_route(
     if section.context_window == Some(0) {
         issues.push(ConfigIssue::new(key("context_window"), "must be at least 1"));
     }
-    let (Some(api_base), Some(client), true) = (api_base, client, issues.is_empty()) else {
+    let (Some(kind), Some(api_base), Some(client), true) = (kind, api_base, client, issues.is_empty()) else {
         return Err(issues);
     };
 

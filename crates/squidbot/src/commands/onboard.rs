@@ -55,10 +55,12 @@ pub fn run(arguments: &OnboardArgs) -> Result<()> {
     write_workspace(&workspace)?;
     std::fs::create_dir_all(paths.sessions())
         .with_context(|| format!("can't create {}", paths.sessions().display()))?;
-    if let Some(variable) = &answers.api_key_env {
-        if answers.api_key.is_none() && std::env::var_os(variable).is_none() && key_required(&answers.provider) {
-            println!("note: {variable} is not set in this shell; export it before chatting");
-        }
+    if let Some(variable) = &answers.api_key_env
+        && answers.api_key.is_none()
+        && std::env::var_os(variable).is_none()
+        && key_required(&answers.provider)
+    {
+        println!("note: {variable} is not set in this shell; export it before chatting");
     }
     println!("workspace {}", workspace.display());
     println!("Ready. Start chatting with: squidbot agent");

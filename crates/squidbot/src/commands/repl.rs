@@ -93,10 +93,10 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
     }
     let mut editor = DefaultEditor::new()?;
     let history_path = environment.paths.repl_history();
-    if history_path.exists() {
-        if let Err(error) = editor.load_history(&history_path) {
-            tracing::debug!(%error, "can't load REPL history");
-        }
+    if history_path.exists()
+        && let Err(error) = editor.load_history(&history_path)
+    {
+        tracing::debug!(%error, "can't load REPL history");
     }
     let color = std::env::var_os("NO_COLOR").is_none();
     let events = TerminalEvents { color };
@@ -162,12 +162,11 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
             Err(error) => eprintln!("\nerror: {error}"),
         }
     }
-    if let Some(parent) = history_path.parent() {
-        if let Err(error) = std::fs::create_dir_all(parent)
+    if let Some(parent) = history_path.parent()
+        && let Err(error) = std::fs::create_dir_all(parent)
             .and_then(|()| editor.save_history(&history_path).map_err(|error| std::io::Error::other(error.to_string())))
-        {
-            tracing::debug!(%error, "can't save REPL history");
-        }
+    {
+        tracing::debug!(%error, "can't save REPL history");
     }
     Ok(ExitCode::SUCCESS)
 }

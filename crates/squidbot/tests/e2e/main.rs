@@ -1,6 +1,8 @@
 //! End-to-end tests: the real `squidbot` binary against the scripted LLM server,
 //! with a real home directory, real session files and real tools.
 
+#![allow(clippy::expect_used, clippy::unwrap_used, reason = "test helpers outside #[test] fail loudly")]
+
 mod bad_input;
 mod chat;
 mod harness;

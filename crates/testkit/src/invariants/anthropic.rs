@@ -15,7 +15,7 @@ pub(super) fn check(body: &Value, options: &CheckOptions, problems: &mut Problem
         return;
     };
     check_model(object, problems);
-    if !object.get("max_tokens").and_then(Value::as_u64).is_some_and(|tokens| tokens > 0) {
+    if object.get("max_tokens").and_then(Value::as_u64).is_none_or(|tokens| tokens == 0) {
         problems.push("`max_tokens` is missing or not a positive integer");
     }
     check_system(object.get("system"), options, problems);

@@ -55,7 +55,7 @@ fn a_good_request_passes() {
     assert_eq!(problems(&good()), Vec::<String>::new());
     let mut body = good();
     body["system"] = json!("You are squidbot.");
-    body["messages"].as_array_mut().map(|messages| messages.push(json!({"role": "assistant", "content": "Prefilled"})));
+    body["messages"].as_array_mut().expect("an array").push(json!({"role": "assistant", "content": "Prefilled"}));
     assert_eq!(problems(&body), Vec::<String>::new());
 }
 
@@ -90,7 +90,7 @@ fn messages_start_with_user_and_alternate() {
     body["messages"] = json!([]);
     assert_one_problem(&body, "`messages` is empty");
     let mut body = good();
-    body["messages"].as_array_mut().map(|messages| messages.remove(0));
+    body["messages"].as_array_mut().expect("an array").remove(0);
     assert_one_problem(&body, "the first message must be user");
     let mut body = good();
     body["messages"][3]["role"] = json!("user");
@@ -117,17 +117,17 @@ fn tool_results_answer_the_immediately_preceding_tool_uses() {
 #[test]
 fn every_tool_use_is_answered_in_the_next_user_message() {
     let mut body = good();
-    body["messages"][2]["content"].as_array_mut().map(|blocks| blocks.remove(1));
+    body["messages"][2]["content"].as_array_mut().expect("an array").remove(1);
     assert_one_problem(&body, "tool_use \"toolu_1\" of messages[1] has no tool_result in messages[2]");
     let mut body = good();
-    body["messages"].as_array_mut().map(|messages| messages.truncate(2));
+    body["messages"].as_array_mut().expect("an array").truncate(2);
     assert_one_problem(&body, "is never answered: the request ends first");
 }
 
 #[test]
 fn tool_results_come_first_in_their_message() {
     let mut body = good();
-    body["messages"][2]["content"].as_array_mut().map(|blocks| blocks.swap(1, 2));
+    body["messages"][2]["content"].as_array_mut().expect("an array").swap(1, 2);
     assert_one_problem(&body, "tool_result blocks must come first");
 }
 
