@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use squidbot_core::provider::ProviderError;
+use squidbot_core::provider::{Completion, ProviderError, StreamSink};
 use squidbot_types::Secret;
 
 use crate::fault::{self, Fault};
@@ -271,6 +271,23 @@ impl Transport {
     }
 
     /// Parses JSON from the provider, naming what failed and showing the start of it.
+    /// Reads a whole (non-streamed) response, parses it with `parse` and hands its text
+    /// to the sink in one piece.
+    pub(crate) async fn read_completion(
+        &self,
+        response: reqwest::Response,
+        sink: &dyn StreamSink,
+        parse: impl FnOnce(&Transport, &Value) -> Result<Completion, ProviderError>,
+    ) -> Result<Completion, ProviderError> {
+        let body = self.read_body(response).await?;
+        let value = self.parse_json("the response", &body)?;
+        let completion = parse(self, &value)?;
+        if !completion.content.is_empty() {
+            sink.text_delta(&completion.content);
+        }
+        Ok(completion)
+    }
+
     pub(crate) fn parse_json(&self, what: &str, text: &[u8]) -> Result<Value, ProviderError> {
         serde_json::from_slice(text).map_err(|error| {
             self.invalid(format!(

@@ -32,13 +32,12 @@ impl OpenAiProvider {
         let body = request_body(request);
         let response = self.transport.post("chat/completions", &body).await?;
         if !(request.stream && http::is_event_stream(&response)) {
-            let body = self.transport.read_body(response).await?;
-            let value = self.transport.parse_json("the response", &body)?;
-            let completion = response::parse_completion(&self.transport, &value, &request.model)?;
-            if !completion.content.is_empty() {
-                sink.text_delta(&completion.content);
-            }
-            return Ok(completion);
+            return self
+                .transport
+                .read_completion(response, sink, |transport, value| {
+                    response::parse_completion(transport, value, &request.model)
+                })
+                .await;
         }
         let mut state = StreamState::default();
         let end = self
