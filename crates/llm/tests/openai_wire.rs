@@ -178,3 +178,26 @@ async fn a_silent_server_times_out_as_transient() {
     assert!(error.to_string().contains("no response within 5s"), "{error}");
     server.assert_clean();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_stalls_mid_answer_times_out_as_transient() {
+    let server = server().await;
+    server.push(Reply::stall_stream("The answer is"));
+    let provider = OpenAiProvider::new(endpoint(&server).with_timeout(Duration::from_secs(5))).unwrap();
+    let recorder = Recorder::default();
+    let error = provider.complete(&request("gpt-test", true), &recorder).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Transient { .. }), "{error:?}");
+    assert!(error.to_string().contains("no data for 5s"), "{error}");
+    assert_eq!(recorder.text(), "The answer is", "the text before the stall was streamed");
+    server.assert_clean();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plain_body_that_stalls_times_out_as_transient() {
+    let server = server().await;
+    server.push(Reply::stall_stream("never finished"));
+    let provider = OpenAiProvider::new(endpoint(&server).with_timeout(Duration::from_secs(5))).unwrap();
+    let error = provider.complete(&request("gpt-test", false), &Recorder::default()).await.unwrap_err();
+    assert!(matches!(error, ProviderError::Transient { .. }), "{error:?}");
+    server.assert_clean();
+}

@@ -33,6 +33,16 @@ pub(crate) fn respond(reply: &Reply, exchange: &Exchange) -> Response {
             let truncated: String = full.chars().take(full.chars().count() / 2).collect();
             sse::raw_response(StatusCode::OK, "application/json", truncated)
         }
+        Reply::StallStream { text } if exchange.stream => {
+            let mut frames = vec![message_start(exchange)];
+            frames.push(sse::event_frame(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            frames.extend(text_deltas(0, text));
+            sse::stream_response(frames, Ending::Stall)
+        }
+        Reply::StallStream { .. } => sse::stalled_body_response("application/json", "{".to_owned()),
         Reply::Delayed { reply, .. } => respond(reply, exchange),
     }
 }

@@ -28,6 +28,12 @@ pub(crate) fn respond(reply: &Reply, exchange: &Exchange) -> Response {
             let truncated: String = full.chars().take(full.chars().count() / 2).collect();
             sse::raw_response(StatusCode::OK, "application/json", truncated)
         }
+        Reply::StallStream { text } if exchange.stream => {
+            let mut frames = vec![sse::data_frame(&chunk(exchange, json!({"role": "assistant", "content": ""}), None))];
+            frames.extend(text_frames(text, exchange));
+            sse::stream_response(frames, Ending::Stall)
+        }
+        Reply::StallStream { .. } => sse::stalled_body_response("application/json", "{".to_owned()),
         Reply::Delayed { reply, .. } => respond(reply, exchange),
     }
 }

@@ -121,6 +121,9 @@ pub enum Reply {
     /// Streaming: the text deltas, then the connection drops before the finish chunk / `[DONE]`
     /// (OpenAI) or `message_stop` (Anthropic). Non-streaming: a truncated JSON body.
     CutStream { text: String },
+    /// Streaming: the text deltas, then the connection stays open and silent (a stalled
+    /// provider). Non-streaming: the headers and the first byte of the body, then silence.
+    StallStream { text: String },
     /// Waits `delay` before answering with `reply`.
     Delayed { delay: Duration, reply: Box<Reply> },
 }
@@ -180,6 +183,11 @@ impl Reply {
         Reply::CutStream { text: text.into() }
     }
 
+    /// A stream that stops sending after `text` but never closes.
+    pub fn stall_stream(text: impl Into<String>) -> Reply {
+        Reply::StallStream { text: text.into() }
+    }
+
     /// This reply, sent only after `delay`.
     pub fn after(self, delay: Duration) -> Reply {
         Reply::Delayed { delay, reply: Box::new(self) }
@@ -199,7 +207,11 @@ impl Reply {
                 }
             }
             Reply::Delayed { reply, .. } => reply.assign_call_ids(next_number),
-            Reply::Text(_) | Reply::Error { .. } | Reply::Garbage(_) | Reply::CutStream { .. } => {}
+            Reply::Text(_)
+            | Reply::Error { .. }
+            | Reply::Garbage(_)
+            | Reply::CutStream { .. }
+            | Reply::StallStream { .. } => {}
         }
     }
 }

@@ -17,6 +17,8 @@ pub(crate) enum Ending {
     Complete,
     /// The connection drops after the last frame, as when a provider's stream is cut mid-answer.
     Cut,
+    /// The connection stays open after the last frame and nothing more is sent.
+    Stall,
 }
 
 /// How long a cut stream waits before failing, so the frames before the cut reach the client.
@@ -44,11 +46,20 @@ pub(crate) fn stream_response(frames: Vec<String>, ending: Ending) -> Response {
             });
             Body::from_stream(frames.chain(cut))
         }
+        Ending::Stall => Body::from_stream(frames.chain(stream::pending())),
     };
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// A 200 response whose headers and first body bytes arrive, and then nothing more.
+pub(crate) fn stalled_body_response(content_type: &'static str, start: String) -> Response {
+    let start = stream::once(async move { Ok::<Bytes, io::Error>(Bytes::from(start)) });
+    let mut response = Response::new(Body::from_stream(start.chain(stream::pending())));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
 

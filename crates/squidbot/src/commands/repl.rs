@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use rustyline::DefaultEditor;
@@ -21,11 +22,19 @@ Ctrl-C stops the current reply; Ctrl-D exits.";
 /// Prints the reply as it streams, tool activity dimmed.
 struct TerminalEvents {
     color: bool,
+    /// True when streamed text left the cursor mid-line.
+    mid_line: AtomicBool,
 }
 
 impl TerminalEvents {
     fn dim(&self, text: &str) -> String {
         if self.color { format!("\x1b[2m{text}\x1b[0m") } else { text.to_owned() }
+    }
+
+    /// Prints a status line, first ending any half-written line of reply text.
+    fn status_line(&self, text: &str) {
+        let newline = if self.mid_line.swap(false, Ordering::Relaxed) { "\n" } else { "" };
+        println!("{newline}{}", self.dim(text));
     }
 }
 
@@ -35,10 +44,13 @@ impl AgentEvents for TerminalEvents {
         if write!(stdout, "{text}").and_then(|()| stdout.flush()).is_err() {
             tracing::debug!("stdout closed while streaming");
         }
+        if let Some(last) = text.chars().last() {
+            self.mid_line.store(last != '\n', Ordering::Relaxed);
+        }
     }
 
     fn stream_reset(&self) {
-        println!("{}", self.dim("\n[retrying…]"));
+        self.status_line("[retrying…]");
     }
 
     fn tool_started(&self, call: &ToolCall) {
@@ -47,12 +59,12 @@ impl AgentEvents for TerminalEvents {
             arguments.truncate(squidbot_core::text::floor_char_boundary(&arguments, 100));
             arguments.push('…');
         }
-        println!("{}", self.dim(&format!("  → {} {arguments}", call.name)));
+        self.status_line(&format!("  → {} {arguments}", call.name));
     }
 
     fn tool_finished(&self, call: &ToolCall, is_error: bool) {
         if is_error {
-            println!("{}", self.dim(&format!("  ✗ {} failed (the model sees the error)", call.name)));
+            self.status_line(&format!("  ✗ {} failed (the model sees the error)", call.name));
         }
     }
 
@@ -99,7 +111,7 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
         tracing::debug!(%error, "can't load REPL history");
     }
     let color = std::env::var_os("NO_COLOR").is_none();
-    let events = TerminalEvents { color };
+    let events = TerminalEvents { color, mid_line: AtomicBool::new(false) };
     let prior = session.history().len();
     println!(
         "squidbot · {} · session {}{} · /help for commands",
