@@ -166,3 +166,24 @@ async fn status_reports_a_lean_prompt() {
     let run = home.run(&["status"]).await.success();
     assert!(run.stdout.contains("chars system prompt"), "{}", run.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oldest_turns_are_dropped_with_a_warning_when_the_context_overflows() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    home.write_config(&config.replace("[llm]\n", "[llm]\nmax_tokens = 100\ncontext_window = 1500\n"));
+    server.push(Reply::text("noted"));
+    server.push(Reply::text("fits"));
+    let long = "a long message that fills the window ".repeat(100);
+    let run = home.run(&["agent", "-m", &long]).await.success();
+    assert!(!run.stderr.contains("left out"), "{}", run.stderr);
+    let run = home.run(&["agent", "-m", "short one"]).await.success();
+    assert_eq!(run.stdout, "fits\n");
+    assert!(run.stderr.contains("the 2 oldest messages were left out"), "{}", run.stderr);
+    let sent = messages(&server.requests()[1].body);
+    assert_eq!(sent.len(), 2, "system prompt and the new message only: {sent:?}");
+    assert_eq!(sent[1]["content"], "short one");
+    assert_eq!(home.session_lines("cli:local").iter().filter(|line| line["type"] == "message").count(), 4);
+    server.assert_clean();
+}
