@@ -14,9 +14,14 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
     let config = environment.config();
     let workspace = environment.workspace();
     let model = environment.assistant_model(None).unwrap_or_else(|_| "(not set)".to_owned());
-    let router = environment.router()?;
-    let providers = router.describe();
-    let key_problems: Vec<String> = router.validate_keys().iter().map(ToString::to_string).collect();
+    // Status reports a broken or missing config instead of failing on it.
+    let (providers, mut problems) = match environment.router() {
+        Ok(router) => (router.describe(), router.validate_keys().iter().map(ToString::to_string).collect()),
+        Err(error) => (Vec::new(), vec![error.to_string()]),
+    };
+    if !environment.loaded.file_exists {
+        problems = vec![format!("no config at {}: run `squidbot onboard`", environment.paths.config.display())];
+    }
     let sessions = JsonlSessionStore::new(environment.paths.sessions()).list().await?;
     let bootstrap: Vec<&str> = BOOTSTRAP_FILES
         .iter()
@@ -41,7 +46,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             "providers": providers.iter().map(|provider| json!({
                 "name": provider.name, "kind": provider.kind.as_str(), "api_base": provider.api_base, "key": provider.key.to_string(),
             })).collect::<Vec<_>>(),
-            "key_problems": key_problems,
+            "problems": problems,
             "workspace": { "path": workspace, "exists": workspace.is_dir(), "bootstrap_files": bootstrap },
             "sessions": { "count": sessions.len(), "messages": sessions.iter().map(|session| session.message_count).sum::<usize>() },
             "prompt": { "system_chars": prompt_chars, "tools": tool_count, "tool_schema_chars": tool_chars },
@@ -72,8 +77,8 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             provider.key
         );
     }
-    for problem in &key_problems {
-        println!("warning    {problem}");
+    for problem in &problems {
+        println!("problem    {problem}");
     }
     println!(
         "workspace  {}{}",

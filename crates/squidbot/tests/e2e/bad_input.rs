@@ -50,6 +50,9 @@ async fn no_config_points_to_onboard() {
     let home = Home::new();
     let run = home.run(&["agent", "-m", "hi"]).await.failure();
     assert!(run.stderr.contains("squidbot onboard"), "{}", run.stderr);
+    let run = home.run(&["status"]).await.success();
+    assert!(run.stdout.contains("problem    no config at"), "{}", run.stdout);
+    assert!(run.stdout.contains("run `squidbot onboard`"), "{}", run.stdout);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,6 +61,10 @@ async fn missing_api_key_names_the_env_var() {
     home.write_config("[llm]\nmodel = \"openrouter/some/model\"\n");
     let run = home.run(&["agent", "-m", "hi"]).await.failure();
     assert!(run.stderr.contains("OPENROUTER_API_KEY"), "{}", run.stderr);
+    let run = home.run(&["status", "--json"]).await.success();
+    let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(status["problems"][0].as_str().unwrap().contains("OPENROUTER_API_KEY"), "{status}");
+    assert_eq!(status["providers"][0]["key"], "missing");
     assert_no_panic(&run);
     assert_session_loads(&home).await;
 }
