@@ -91,6 +91,8 @@ impl Environment {
         let config = self.config();
         let model = self.assistant_model(override_model)?;
         let router = self.router()?;
+        // Fail before anything is written to the session: unknown provider, missing key.
+        router.check_model(&model)?;
         let context_window = router.context_window(&model).unwrap_or(config.llm.context_window);
         let workspace = self.workspace();
         std::fs::create_dir_all(&workspace)

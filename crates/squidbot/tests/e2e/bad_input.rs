@@ -65,8 +65,15 @@ async fn missing_api_key_names_the_env_var() {
     let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(status["problems"][0].as_str().unwrap().contains("OPENROUTER_API_KEY"), "{status}");
     assert_eq!(status["providers"][0]["key"], "missing");
+    assert!(
+        !home.path().join("sessions/cli:local.jsonl").exists(),
+        "nothing was recorded for a turn that could not start"
+    );
+
+    let run = home.run(&["agent", "-m", "hi", "--model", "nosuch/model"]).await.failure();
+    assert!(run.stderr.contains("nosuch"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     assert_no_panic(&run);
-    assert_session_loads(&home).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
