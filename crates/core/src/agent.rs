@@ -338,6 +338,7 @@ impl Agent {
             let context = ToolContext {
                 workspace: self.settings.workspace.clone(),
                 session_key: session.key().to_owned(),
+                context: session.header().context.clone(),
                 cancel: cancel.child_token(),
             };
             let results = tools::run_calls(&self.tools, &completion.tool_calls, &context, events).await;

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod clock;
 pub mod context;
 pub mod ids;
+pub mod memory;
 pub mod provider;
 pub mod session;
 pub mod store;

@@ -18,6 +18,8 @@ pub struct ToolContext {
     pub workspace: PathBuf,
     /// The session the call belongs to.
     pub session_key: String,
+    /// The context (user or group) the session belongs to; memory is scoped by it.
+    pub context: String,
     /// Cancelled when the user stops the turn; long tools must watch it.
     pub cancel: CancellationToken,
 }

@@ -30,6 +30,7 @@ impl Fixture {
         let context = ToolContext {
             workspace: directory.path().to_path_buf(),
             session_key: "test".to_owned(),
+            context: "owner".to_owned(),
             cancel: CancellationToken::new(),
         };
         Self { tools: builtin_tools(config), directory, context }

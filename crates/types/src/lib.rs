@@ -1,6 +1,7 @@
 //! Plain data types shared across squidbot: no IO, no async, serde only.
 
 pub mod config;
+pub mod memory;
 pub mod message;
 pub mod secret;
 pub mod session;
