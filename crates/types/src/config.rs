@@ -23,6 +23,59 @@ pub struct Config {
     pub workspace: WorkspaceConfig,
     /// Logging output.
     pub logging: LoggingConfig,
+    /// Long-term memory.
+    pub memory: MemoryConfig,
+    /// Session lifecycle.
+    pub sessions: SessionsConfig,
+}
+
+/// `[memory]`: long-term memory, recall and compaction.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Embedding model, `provider/model` on an OpenAI-compatible `/embeddings` endpoint.
+    /// Unset: recall uses full-text search only.
+    pub embedding_model: Option<String>,
+    /// Vector size to ask the embedding model for (models that support it).
+    pub embedding_dimensions: Option<u32>,
+    /// Seconds between memory bulletin refreshes.
+    pub bulletin_interval_secs: u64,
+    /// Compact a session in the background when its prompt passes this share of the window.
+    pub compact_at: f32,
+    /// Summarise aggressively past this share.
+    pub aggressive_at: f32,
+    /// Truncate the oldest turns without a model call past this share.
+    pub emergency_at: f32,
+    /// Characters of memory.md a context may hold.
+    pub document_cap: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            embedding_model: None,
+            embedding_dimensions: None,
+            bulletin_interval_secs: 3600,
+            compact_at: 0.80,
+            aggressive_at: 0.85,
+            emergency_at: 0.95,
+            document_cap: 12_000,
+        }
+    }
+}
+
+/// `[sessions]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// Idle time after which a session is archived (memories extracted first): `90s`, `30m`, `24h`, `7d`.
+    pub archive_after: String,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        Self { archive_after: "24h".into() }
+    }
 }
 
 /// `[llm]`: which model answers and how requests behave.
