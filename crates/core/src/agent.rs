@@ -1,6 +1,7 @@
 //! The agent loop: one user turn = model calls and tool runs until a final answer,
 //! `max_turns`, cancellation or an error, with every step appended to the session.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +11,9 @@ use squidbot_types::{ChatMessage, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, rfc3339};
-use crate::context::{self, RuntimeInfo};
+use crate::compactor::{self, COMPACTION_PROMPT, CompactionOutput, CompactionPlan, CompactionPolicy, Pressure};
+use crate::context::{self, PromptSection, PromptSections, RuntimeInfo};
+use crate::memory::Memories;
 use crate::provider::{CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
 use crate::session::Session;
 use crate::store::{DynSessionStore, StoreError};
@@ -58,6 +61,8 @@ pub trait AgentEvents: Send + Sync {
     fn tool_finished(&self, _call: &ToolCall, _is_error: bool) {}
     /// Something the user should know that is not part of the reply.
     fn warning(&self, _message: &str) {}
+    /// Background housekeeping the user may like to see (compaction).
+    fn notice(&self, _message: &str) {}
 }
 
 /// Events go nowhere (callers that only want the final reply).
@@ -92,7 +97,23 @@ pub struct TurnOutcome {
     pub model_calls: u32,
     /// Tool calls run.
     pub tool_calls: u32,
+    /// Size of the last model call's prompt plus reply, in tokens (reported, else estimated).
+    pub prompt_tokens: u64,
 }
+
+/// How an agent keeps its sessions inside the context window.
+#[derive(Clone, Debug)]
+pub struct CompactionSettings {
+    /// Thresholds.
+    pub policy: CompactionPolicy,
+    /// `provider/model` that writes summaries.
+    pub model: String,
+    /// Where extracted memories go (none: summaries only).
+    pub memories: Option<Memories>,
+}
+
+/// A background compaction's result, once it finishes.
+type CompactionJob = tokio::task::JoinHandle<Option<(CompactionPlan, CompactionOutput)>>;
 
 /// Why a turn failed.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +137,9 @@ pub struct Agent {
     workspace: Arc<dyn WorkspaceFiles>,
     clock: Arc<dyn Clock>,
     settings: AgentSettings,
+    compaction: Option<CompactionSettings>,
+    sections: Option<Arc<dyn PromptSections>>,
+    jobs: Mutex<HashMap<String, CompactionJob>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -162,7 +186,29 @@ impl Agent {
         clock: Arc<dyn Clock>,
         settings: AgentSettings,
     ) -> Self {
-        Self { provider, tools, store, workspace, clock, settings }
+        Self {
+            provider,
+            tools,
+            store,
+            workspace,
+            clock,
+            settings,
+            compaction: None,
+            sections: None,
+            jobs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Turns on compaction.
+    pub fn with_compaction(mut self, compaction: CompactionSettings) -> Self {
+        self.compaction = Some(compaction);
+        self
+    }
+
+    /// Adds per-context prompt sections (memory.md, bulletin).
+    pub fn with_sections(mut self, sections: Arc<dyn PromptSections>) -> Self {
+        self.sections = Some(sections);
+        self
     }
 
     /// The agent's settings.
@@ -181,10 +227,18 @@ impl Agent {
     }
 
     /// The system prompt as it would be sent now.
-    pub fn system_prompt(&self, first_run: bool) -> context::SystemPrompt {
+    pub fn system_prompt(&self, first_run: bool, sections: &[PromptSection]) -> context::SystemPrompt {
         let mut runtime = self.settings.runtime.clone();
         runtime.model = self.settings.model.clone();
-        context::assemble(self.workspace.as_ref(), &runtime, first_run)
+        context::assemble(self.workspace.as_ref(), &runtime, first_run, sections)
+    }
+
+    /// The per-context sections of the prompt.
+    pub async fn prompt_sections(&self, context: &str) -> Vec<PromptSection> {
+        match &self.sections {
+            Some(sections) => sections.sections(context).await,
+            None => Vec::new(),
+        }
     }
 
     /// Loads a session, or prepares a new one (written on its first turn).
@@ -227,8 +281,130 @@ impl Agent {
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` stops it at the next await
-    /// point; what was produced so far is recorded as interrupted.
+    /// point; what was produced so far is recorded as interrupted. A finished background
+    /// compaction is applied first; afterwards the session's size is checked and a new
+    /// compaction started (or, past the emergency threshold, the oldest turns cut).
     pub async fn run_turn(
+        &self,
+        session: &mut Session,
+        input: &str,
+        events: &dyn AgentEvents,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.apply_finished_compaction(session, events, false).await?;
+        let outcome = self.run_turn_inner(session, input, events, cancel).await?;
+        if outcome.status != TurnStatus::Cancelled {
+            self.check_pressure(session, outcome.prompt_tokens, events).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// Waits for this session's background compaction, if one runs, and applies it.
+    pub async fn settle(&self, session: &mut Session, events: &dyn AgentEvents) -> Result<(), AgentError> {
+        self.apply_finished_compaction(session, events, true).await
+    }
+
+    async fn apply_finished_compaction(
+        &self,
+        session: &mut Session,
+        events: &dyn AgentEvents,
+        wait: bool,
+    ) -> Result<(), AgentError> {
+        let job = {
+            let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
+            match jobs.get(session.key()) {
+                Some(job) if wait || job.is_finished() => jobs.remove(session.key()),
+                _ => None,
+            }
+        };
+        let Some(job) = job else { return Ok(()) };
+        let Ok(Some((plan, output))) = job.await else { return Ok(()) };
+        if !session.turn_starts().iter().any(|(_, id)| *id == plan.first_kept) {
+            return Ok(()); // the branch moved on (new conversation, or already compacted)
+        }
+        let body = if output.summary.is_empty() {
+            compactor::truncation(&plan)
+        } else {
+            EntryBody::Compaction {
+                summary: output.summary,
+                first_kept: plan.first_kept.clone(),
+                condensed: plan.condensed,
+                method: plan.pressure.method().to_owned(),
+            }
+        };
+        self.record(session, vec![body]).await?;
+        events.notice(&format!("condensed {} older messages into a summary", plan.condensed));
+        Ok(())
+    }
+
+    async fn check_pressure(
+        &self,
+        session: &mut Session,
+        prompt_tokens: u64,
+        events: &dyn AgentEvents,
+    ) -> Result<(), AgentError> {
+        let Some(compaction) = &self.compaction else { return Ok(()) };
+        let window = self.settings.context_window;
+        let pressure = compaction.policy.pressure(prompt_tokens, window);
+        if pressure == Pressure::Low {
+            return Ok(());
+        }
+        let estimated = estimate_message_tokens(&session.history()) as u64;
+        let overhead = prompt_tokens.saturating_sub(estimated);
+        let Some(plan) = compactor::plan(session, window, overhead, pressure) else { return Ok(()) };
+        if pressure == Pressure::Emergency {
+            self.record(session, vec![compactor::truncation(&plan)]).await?;
+            events.notice(&format!(
+                "the conversation filled the context window; {} older messages were dropped from what the model sees",
+                plan.condensed
+            ));
+            return Ok(());
+        }
+        let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
+        if jobs.get(session.key()).is_some_and(|job| !job.is_finished()) {
+            return Ok(());
+        }
+        let provider = self.provider.clone();
+        let model = compaction.model.clone();
+        let memories = compaction.memories.clone();
+        let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
+        let context = session.header().context.clone();
+        let key = session.key().to_owned();
+        events.notice("condensing older messages in the background");
+        jobs.insert(
+            key.clone(),
+            tokio::spawn(async move {
+                let output = compactor::summarize(
+                    provider.as_ref(),
+                    &model,
+                    &instructions,
+                    plan.previous_summary.as_deref(),
+                    &plan.transcript,
+                    plan.pressure,
+                )
+                .await;
+                match output {
+                    Ok(output) => {
+                        if let Some(memories) = memories {
+                            for memory in output.memories.clone() {
+                                if let Err(error) = memories.save(memory.into_new_memory(&context, "compaction")).await {
+                                    tracing::warn!(%error, session = %key, "can't save an extracted memory");
+                                }
+                            }
+                        }
+                        Some((plan, output))
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, session = %key, "background compaction failed; will retry after the next turn");
+                        None
+                    }
+                }
+            }),
+        );
+        Ok(())
+    }
+
+    async fn run_turn_inner(
         &self,
         session: &mut Session,
         input: &str,
@@ -252,7 +428,8 @@ impl Agent {
         });
         self.record(session, opening).await?;
 
-        let system = self.system_prompt(first_run).text;
+        let sections = self.prompt_sections(&session.header().context).await;
+        let system = self.system_prompt(first_run, &sections).text;
         let tool_specs = self.tools.specs();
         let sink = TurnSink { events, streamed: Mutex::new(String::new()) };
         let mut outcome = TurnOutcome {
@@ -262,6 +439,7 @@ impl Agent {
             model: self.settings.model.clone(),
             model_calls: 0,
             tool_calls: 0,
+            prompt_tokens: 0,
         };
         let mut warned_overflow = false;
         let mut overflow_retries = 0;
@@ -316,6 +494,13 @@ impl Agent {
             };
             sink.take();
             outcome.usage.add(completion.usage);
+            outcome.prompt_tokens = match completion.usage.total() {
+                0 => {
+                    (estimate_message_tokens(&request.messages) + system.len() / 4 + tool_specs_chars(&tool_specs) / 4)
+                        as u64
+                }
+                reported => reported,
+            };
             outcome.model = completion.model.clone();
             let mut bodies = vec![EntryBody::Message {
                 role: MessageRole::Assistant,

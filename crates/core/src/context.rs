@@ -50,6 +50,21 @@ impl Prompt {
     }
 }
 
+/// A per-context part of the prompt (memory.md, the memory bulletin).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptSection {
+    /// Heading shown to the model.
+    pub title: String,
+    /// The text.
+    pub body: String,
+}
+
+/// Supplies the per-context prompt sections each turn.
+pub trait PromptSections: Send + Sync {
+    /// Sections for `context`, in prompt order.
+    fn sections<'a>(&'a self, context: &'a str) -> crate::BoxFuture<'a, Vec<PromptSection>>;
+}
+
 /// Facts about the run that the prompt mentions.
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeInfo {
@@ -106,7 +121,12 @@ pub fn cap_file(name: &str, content: &str, cap: usize) -> String {
 
 /// Builds the system prompt. Stable parts come first so provider prompt caches hit:
 /// base instructions, then the bootstrap files, then the runtime line.
-pub fn assemble(workspace: &dyn WorkspaceFiles, runtime: &RuntimeInfo, first_run: bool) -> SystemPrompt {
+pub fn assemble(
+    workspace: &dyn WorkspaceFiles,
+    runtime: &RuntimeInfo,
+    first_run: bool,
+    sections: &[PromptSection],
+) -> SystemPrompt {
     let mut text = fill(SYSTEM_PROMPT.load(workspace).trim_end(), runtime);
     let mut files = Vec::new();
     let mut budget = TOTAL_CAP;
@@ -126,6 +146,9 @@ pub fn assemble(workspace: &dyn WorkspaceFiles, runtime: &RuntimeInfo, first_run
         budget = budget.saturating_sub(kept.len());
         text.push_str(&format!("\n\n# {name}\n\n{kept}"));
         files.push(IncludedFile { name: name.to_owned(), original_chars: content.len(), included_chars: kept.len() });
+    }
+    for section in sections.iter().filter(|section| !section.body.trim().is_empty()) {
+        text.push_str(&format!("\n\n# {}\n\n{}", section.title, section.body.trim()));
     }
     if first_run && files.iter().any(|file| file.name == FIRST_RUN_FILE) {
         text.push_str("\n\n");
@@ -157,7 +180,7 @@ mod tests {
     fn files_appear_in_design_order_and_missing_ones_are_skipped() {
         let workspace =
             MemoryWorkspace::new().with("USER.md", "user facts").with("SOUL.md", "soul").with("AGENTS.md", "agents");
-        let prompt = assemble(&workspace, &runtime(), false);
+        let prompt = assemble(&workspace, &runtime(), false, &[]);
         let names: Vec<_> = prompt.files.iter().map(|file| file.name.as_str()).collect();
         assert_eq!(names, ["SOUL.md", "AGENTS.md", "USER.md"]);
         let soul = prompt.text.find("# SOUL.md").unwrap();
@@ -168,8 +191,8 @@ mod tests {
     #[test]
     fn bootstrap_file_only_on_first_run() {
         let workspace = MemoryWorkspace::new().with("BOOTSTRAP.md", "say hello");
-        assert!(assemble(&workspace, &runtime(), true).text.contains("say hello"));
-        assert!(!assemble(&workspace, &runtime(), false).text.contains("say hello"));
+        assert!(assemble(&workspace, &runtime(), true, &[]).text.contains("say hello"));
+        assert!(!assemble(&workspace, &runtime(), false, &[]).text.contains("say hello"));
     }
 
     #[test]
@@ -190,7 +213,7 @@ mod tests {
         for name in BOOTSTRAP_FILES {
             workspace = workspace.with(name, &"x".repeat(19_000));
         }
-        let prompt = assemble(&workspace, &runtime(), false);
+        let prompt = assemble(&workspace, &runtime(), false, &[]);
         let included: usize = prompt.files.iter().map(|file| file.included_chars).sum();
         assert!(included <= TOTAL_CAP, "{included}");
         assert_eq!(prompt.files.last().unwrap().included_chars, 0);
@@ -200,13 +223,24 @@ mod tests {
     #[test]
     fn workspace_prompt_override_wins() {
         let workspace = MemoryWorkspace::new().with("prompts/system.md", "Custom base for {{name}}.");
-        let prompt = assemble(&workspace, &runtime(), false);
+        let prompt = assemble(&workspace, &runtime(), false, &[]);
         assert!(prompt.text.starts_with("Custom base for Squid."));
     }
 
     #[test]
+    fn sections_follow_the_bootstrap_files() {
+        let workspace = MemoryWorkspace::new().with("SOUL.md", "soul");
+        let sections = [PromptSection { title: "Memory (memory.md)".into(), body: "- likes tea".into() }];
+        let prompt = assemble(&workspace, &runtime(), false, &sections);
+        let soul = prompt.text.find("# SOUL.md").unwrap();
+        let memory = prompt.text.find("# Memory (memory.md)\n\n- likes tea").unwrap();
+        let runtime_line = prompt.text.find("## Runtime").unwrap();
+        assert!(soul < memory && memory < runtime_line);
+    }
+
+    #[test]
     fn default_prompt_snapshot() {
-        let prompt = assemble(&MemoryWorkspace::new(), &runtime(), false);
+        let prompt = assemble(&MemoryWorkspace::new(), &runtime(), false, &[]);
         insta::assert_snapshot!(prompt.text);
     }
 }

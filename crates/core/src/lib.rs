@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod clock;
+pub mod compactor;
 pub mod context;
 pub mod ids;
 pub mod memory;

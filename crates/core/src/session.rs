@@ -138,7 +138,10 @@ impl Session {
     pub fn current_model(&self) -> Option<String> {
         self.active_path().iter().rev().find_map(|entry| match &entry.body {
             EntryBody::ModelChange { new, .. } => Some(new.clone()),
-            EntryBody::Message { .. } | EntryBody::ToolCall { .. } | EntryBody::ToolResult { .. } => None,
+            EntryBody::Message { .. }
+            | EntryBody::ToolCall { .. }
+            | EntryBody::ToolResult { .. }
+            | EntryBody::Compaction { .. } => None,
         })
     }
 
@@ -146,8 +149,13 @@ impl Session {
     /// result right after its assistant message (a missing one becomes an error result),
     /// orphan results are dropped, and empty interrupted replies are left out.
     pub fn history(&self) -> Vec<ChatMessage> {
+        let path = self.active_path();
+        let (start, summary) = compacted_start(&path);
         let mut raw: Vec<ChatMessage> = Vec::new();
-        for entry in self.active_path() {
+        if let Some(summary) = summary.filter(|summary| !summary.trim().is_empty()) {
+            raw.push(ChatMessage::User { content: format!("{SUMMARY_HEADING}\n{summary}") });
+        }
+        for entry in &path[start..] {
             match &entry.body {
                 EntryBody::Message { role: MessageRole::User, content, .. } => {
                     raw.push(ChatMessage::User { content: content.clone() });
@@ -171,11 +179,46 @@ impl Session {
                     content: content.clone(),
                     is_error: *is_error,
                 }),
-                EntryBody::ModelChange { .. } => {}
+                EntryBody::ModelChange { .. } | EntryBody::Compaction { .. } => {}
             }
         }
         repair_tool_pairs(raw)
     }
+
+    /// Ids of the user messages on the active branch that history may start at (after
+    /// the latest compaction), oldest first, each with the entry position on the path.
+    pub fn turn_starts(&self) -> Vec<(usize, String)> {
+        let path = self.active_path();
+        let (start, _) = compacted_start(&path);
+        path.iter()
+            .enumerate()
+            .skip(start)
+            .filter(|(_, entry)| matches!(entry.body, EntryBody::Message { role: MessageRole::User, .. }))
+            .map(|(position, entry)| (position, entry.id.clone()))
+            .collect()
+    }
+
+    /// The summary of the latest compaction on the active branch, if any.
+    pub fn current_summary(&self) -> Option<String> {
+        let path = self.active_path();
+        compacted_start(&path).1.map(str::to_owned)
+    }
+}
+
+/// Heading of the synthetic message that carries a compaction summary.
+pub const SUMMARY_HEADING: &str = "[Summary of the earlier conversation]";
+
+/// Where history starts on `path` and the summary before it: the latest compaction
+/// whose `first_kept` entry is on the path before it wins; otherwise the whole path.
+fn compacted_start<'a>(path: &[&'a SessionEntry]) -> (usize, Option<&'a str>) {
+    for (position, entry) in path.iter().enumerate().rev() {
+        if let EntryBody::Compaction { summary, first_kept, .. } = &entry.body
+            && let Some(kept) = path[..position].iter().position(|candidate| &candidate.id == first_kept)
+        {
+            return (kept, Some(summary.as_str()));
+        }
+    }
+    (0, None)
 }
 
 /// Puts each assistant message's results right after it, in call order, filling gaps.
@@ -282,6 +325,31 @@ mod tests {
         session.push(message(MessageRole::User, "fresh"), "t".into());
         assert_eq!(session.history(), vec![ChatMessage::user("fresh")]);
         assert_eq!(session.children(None).len(), 2);
+    }
+
+    #[test]
+    fn compaction_replaces_older_turns_with_its_summary() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "one"), "t".into());
+        session.push(message(MessageRole::Assistant, "1"), "t".into());
+        let kept = session.push(message(MessageRole::User, "two"), "t".into()).id;
+        session.push(message(MessageRole::Assistant, "2"), "t".into());
+        session.push(
+            EntryBody::Compaction {
+                summary: "they said one".into(),
+                first_kept: kept,
+                condensed: 2,
+                method: "summary".into(),
+            },
+            "t".into(),
+        );
+        session.push(message(MessageRole::User, "three"), "t".into());
+        let history = session.history();
+        assert_eq!(history.len(), 4, "{history:?}");
+        assert_eq!(history[0], ChatMessage::user(format!("{SUMMARY_HEADING}\nthey said one")));
+        assert_eq!(history[1], ChatMessage::user("two"));
+        assert_eq!(history[3], ChatMessage::user("three"));
+        assert_eq!(session.turn_starts().len(), 2);
     }
 
     #[test]

@@ -102,6 +102,18 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// Older turns were condensed: history starts with `summary`, then `first_kept` and
+    /// everything after it on the branch.
+    Compaction {
+        /// What the condensed turns said (empty for a bare truncation).
+        summary: String,
+        /// Id of the first entry still sent to the model (always a user message).
+        first_kept: String,
+        /// Messages condensed or dropped.
+        condensed: usize,
+        /// `summary`, `aggressive` or `truncation` (no model call).
+        method: String,
+    },
     /// The model used for the session changed.
     ModelChange {
         /// Model before the change.
@@ -118,6 +130,7 @@ impl EntryBody {
             Self::Message { .. } => "message",
             Self::ToolCall { .. } => "tool_call",
             Self::ToolResult { .. } => "tool_result",
+            Self::Compaction { .. } => "compaction",
             Self::ModelChange { .. } => "model_change",
         }
     }

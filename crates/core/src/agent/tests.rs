@@ -8,6 +8,7 @@ use squidbot_types::session::EntryBody;
 
 use super::*;
 use crate::clock::FixedClock;
+use crate::compactor::CompactionPolicy;
 use crate::provider::{Completion, LlmProvider, StopReason};
 use crate::store::memory::MemorySessionStore;
 use crate::tool::{Tool, ToolOutput};
@@ -58,10 +59,14 @@ impl LlmProvider for FakeProvider {
 }
 
 fn text(content: &str) -> Step {
+    text_using(content, 10)
+}
+
+fn text_using(content: &str, input_tokens: u64) -> Step {
     Step::Answer(Completion {
         content: content.into(),
         tool_calls: Vec::new(),
-        usage: Usage { input_tokens: 10, output_tokens: 5, cached_input_tokens: 0 },
+        usage: Usage { input_tokens, output_tokens: 5, cached_input_tokens: 0 },
         stop_reason: StopReason::EndTurn,
         model: "fake/model".into(),
     })
@@ -262,4 +267,63 @@ async fn provider_errors_end_the_turn_and_keep_the_session_valid() {
     let error = agent.run_turn(&mut session, "hi", &SilentEvents, &CancellationToken::new()).await.unwrap_err();
     assert!(error.to_string().contains("authentication failed"), "{error}");
     assert_eq!(session.history(), vec![ChatMessage::user("hi")]);
+}
+
+fn compacting(agent: Agent) -> Agent {
+    agent.with_compaction(CompactionSettings {
+        policy: CompactionPolicy::default(),
+        model: "fake/model".into(),
+        memories: None,
+    })
+}
+
+#[tokio::test]
+async fn background_compaction_summarises_older_turns_and_is_applied_next_turn() {
+    let provider = FakeProvider::new(vec![
+        text("a1"),
+        text("a2"),
+        text("a3"),
+        text_using("a4", 8_600),
+        text("{\"summary\": \"They discussed q1 to q3.\", \"memories\": []}"),
+        text("a5"),
+    ]);
+    let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let agent = compacting(agent);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    for question in ["q1", "q2", "q3", "q4"] {
+        agent.run_turn(&mut session, question, &SilentEvents, &CancellationToken::new()).await.unwrap();
+    }
+    agent.settle(&mut session, &SilentEvents).await.unwrap();
+    let summary_request = &provider.requests()[4];
+    assert!(summary_request.tools.is_empty());
+    assert!(summary_request.messages[0].char_len() > 0);
+    agent.run_turn(&mut session, "q5", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let last = provider.requests().last().unwrap().messages.clone();
+    assert!(
+        matches!(&last[0], ChatMessage::User { content } if content.contains("They discussed q1 to q3.")),
+        "{last:?}"
+    );
+    assert!(!last.iter().any(|message| *message == ChatMessage::user("q1")), "{last:?}");
+    let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
+    assert!(
+        stored
+            .entries
+            .iter()
+            .any(|entry| matches!(&entry.body, EntryBody::Compaction { method, .. } if method == "aggressive"))
+    );
+}
+
+#[tokio::test]
+async fn emergency_truncation_needs_no_model_call() {
+    let provider = FakeProvider::new(vec![text("a1"), text("a2"), text_using("a3", 9_700), text("a4")]);
+    let (agent, _) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let agent = compacting(agent);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    for question in ["q1", "q2", "q3"] {
+        agent.run_turn(&mut session, question, &SilentEvents, &CancellationToken::new()).await.unwrap();
+    }
+    assert_eq!(provider.requests().len(), 3, "no summary call");
+    agent.run_turn(&mut session, "q4", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let last = provider.requests().last().unwrap().messages.clone();
+    assert!(matches!(&last[0], ChatMessage::User { content } if content.contains("were dropped")), "{last:?}");
 }

@@ -106,6 +106,9 @@ fn describe(entry: &SessionEntry, limit: usize) -> String {
         EntryBody::ToolResult { name, content, is_error, .. } => {
             format!("  ← {name}{} {}", if *is_error { " (error)" } else { "" }, clip(content, limit.min(200)))
         }
+        EntryBody::Compaction { summary, condensed, method, .. } => {
+            format!("(compaction, {method}: {condensed} messages → {})", clip(summary, limit.min(200)))
+        }
         EntryBody::ModelChange { previous, new } => {
             format!("(model {} → {new})", if previous.is_empty() { "none" } else { previous })
         }

@@ -32,7 +32,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
     let (prompt_chars, tool_count, tool_chars) = match environment.assistant(None, true, "cli") {
         Ok(agent) => {
             let specs = agent.tool_specs();
-            (agent.system_prompt(false).text.len(), specs.len(), specs.iter().map(ToolSpec::serialized_len).sum())
+            (agent.system_prompt(false, &[]).text.len(), specs.len(), specs.iter().map(ToolSpec::serialized_len).sum())
         }
         Err(_) => (0, 0, 0),
     };

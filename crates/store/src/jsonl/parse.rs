@@ -89,6 +89,7 @@ pub(crate) fn summarize(key: String, session: &LoadedSession) -> SessionSummary 
             EntryBody::Message { role: MessageRole::Assistant, .. }
             | EntryBody::ToolCall { .. }
             | EntryBody::ToolResult { .. }
+            | EntryBody::Compaction { .. }
             | EntryBody::ModelChange { .. } => None,
         })
         .unwrap_or_default();
