@@ -172,7 +172,7 @@ impl RecallMode {
     pub fn describe(self) -> &'static str {
         match self {
             Self::Hybrid => "hybrid (full-text + vectors)",
-            Self::FullTextOnly => "full-text only (no embedder configured)",
+            Self::FullTextOnly => "full-text only",
         }
     }
 }

@@ -1,7 +1,9 @@
-//! squidbot's LLM gateway: OpenAI and Anthropic adapters over HTTP + SSE, provider presets
-//! as data, and the router that resolves `provider/model` ids, retries and falls back.
+//! squidbot's LLM gateway: OpenAI and Anthropic adapters over HTTP + SSE, the OpenAI
+//! embeddings adapter, provider presets as data, and the router that resolves
+//! `provider/model` ids, retries and falls back.
 
 pub mod anthropic;
+pub mod embeddings;
 mod fault;
 pub mod http;
 pub mod openai;
@@ -10,7 +12,8 @@ pub mod router;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;
+pub use embeddings::OpenAiEmbedder;
 pub use http::Endpoint;
 pub use openai::OpenAiProvider;
 pub use presets::{Preset, preset, presets};
-pub use router::{ConfigIssue, KeySource, ProviderInfo, Router, split_model_id};
+pub use router::{ConfigIssue, KeySource, ProviderInfo, Router, embedder_from_config, split_model_id};

@@ -1,8 +1,9 @@
 //! The router: resolves `provider/model` ids to adapters, retries with backoff and walks
 //! the fallback chain.
 
-mod backoff;
+pub(crate) mod backoff;
 mod config;
+mod embedding;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -13,6 +14,7 @@ use squidbot_types::config::Config;
 
 use config::{Adapter, Route};
 pub use config::{ConfigIssue, KeySource, ProviderInfo, split_model_id};
+pub use embedding::embedder_from_config;
 
 /// An [`LlmProvider`] over every configured provider, addressed as `provider/model`.
 #[derive(Debug)]
@@ -181,17 +183,7 @@ impl Router {
             if !error.is_retriable() || attempt >= self.max_retries {
                 return Err(error);
             }
-            let retry_after = match &error {
-                ProviderError::RateLimited { retry_after, .. } => *retry_after,
-                ProviderError::Auth { .. }
-                | ProviderError::ContextOverflow { .. }
-                | ProviderError::Transient { .. }
-                | ProviderError::InvalidResponse { .. }
-                | ProviderError::Rejected { .. }
-                | ProviderError::Config { .. }
-                | ProviderError::Cancelled => None,
-            };
-            let delay = backoff::retry_delay(attempt, retry_after);
+            let delay = backoff::retry_delay(attempt, backoff::requested_delay(&error));
             attempt += 1;
             tracing::warn!(
                 model = model_id,

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod anthropic_wire;
+mod embeddings;
 mod openai_wire;
 mod routing;
 

@@ -1,6 +1,7 @@
 //! The request invariants the scripted LLM checks on every request, one wire per submodule.
 
 mod anthropic;
+mod embeddings;
 mod openai;
 
 use std::collections::HashSet;
@@ -29,6 +30,7 @@ pub fn check_request(wire: Wire, body: &Value, options: &CheckOptions) -> Vec<St
     match wire {
         Wire::OpenAi => openai::check(body, options, &mut problems),
         Wire::Anthropic => anthropic::check(body, options, &mut problems),
+        Wire::Embeddings => embeddings::check(body, &mut problems),
     }
     problems.list
 }

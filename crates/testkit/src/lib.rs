@@ -1,4 +1,4 @@
-//! Test doubles for squidbot: a scripted LLM server that speaks the real OpenAI and Anthropic wire formats and checks every request it receives.
+//! Test doubles for squidbot: a scripted LLM server that speaks the real OpenAI and Anthropic wire formats and checks every request it receives, plus a deterministic fake embedding model on `POST /v1/embeddings`.
 //!
 //! ```no_run
 //! # async fn example() {
@@ -12,6 +12,7 @@
 //! ```
 
 mod anthropic;
+mod embeddings;
 mod exchange;
 pub mod invariants;
 mod openai;
@@ -19,5 +20,6 @@ mod script;
 mod server;
 mod sse;
 
+pub use embeddings::{DEFAULT_EMBEDDING_DIMENSIONS, fake_embedding};
 pub use script::{ErrorKind, RecordedRequest, Reply, ScriptedCall, Wire};
 pub use server::{ScriptedLlm, ServerError, run_fixed_reply};

@@ -10,6 +10,9 @@ pub enum Wire {
     OpenAi,
     /// Anthropic messages: `POST /v1/messages`.
     Anthropic,
+    /// OpenAI embeddings: `POST /v1/embeddings`, answered by the fake embedding model
+    /// rather than the script, and recorded apart (`ScriptedLlm::embedding_requests`).
+    Embeddings,
 }
 
 impl Wire {
@@ -18,6 +21,7 @@ impl Wire {
         match self {
             Wire::OpenAi => "/v1/chat/completions",
             Wire::Anthropic => "/v1/messages",
+            Wire::Embeddings => "/v1/embeddings",
         }
     }
 }
@@ -27,6 +31,7 @@ impl fmt::Display for Wire {
         match self {
             Wire::OpenAi => formatter.write_str("openai"),
             Wire::Anthropic => formatter.write_str("anthropic"),
+            Wire::Embeddings => formatter.write_str("embeddings"),
         }
     }
 }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::exchange::Exchange;
 use crate::invariants::{CheckOptions, check_request};
 use crate::script::{ErrorKind, RecordedRequest, Reply, Wire};
-use crate::{anthropic, openai, sse};
+use crate::{anthropic, embeddings, openai, sse};
 
 /// Why the scripted LLM server could not run.
 #[derive(Debug, thiserror::Error)]
@@ -118,9 +118,23 @@ impl ScriptedLlm {
         self.shared.lock().check_options.require_system_prompt = required;
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every chat request (OpenAI or Anthropic wire) received so far, in arrival order.
+    /// Embeddings requests are kept apart in [`ScriptedLlm::embedding_requests`], so chat
+    /// request counts and positions don't shift when the client also embeds text.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
+    }
+
+    /// Every `POST /v1/embeddings` request received so far, in arrival order.
+    pub fn embedding_requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().embedding_requests.clone()
+    }
+
+    /// With `Some(status)`, every embeddings request from now on fails with that HTTP
+    /// status in OpenAI's error format (401/403 auth, 429 rate limit, other 4xx invalid
+    /// request, anything else a server error); `None` makes the endpoint answer again.
+    pub fn set_embeddings_failing(&self, status: Option<u16>) {
+        self.shared.lock().embeddings_failing = status;
     }
 
     /// The latest request received, if any.
@@ -160,8 +174,9 @@ impl ScriptedLlm {
     }
 }
 
-/// Serves every request on `listener` with the same text reply until `shutdown` resolves,
-/// keeping no record of requests; invariant violations go to stderr. Used for benchmarks.
+/// Serves every chat request on `listener` with the same text reply, and embeddings with
+/// the fake embedding model, until `shutdown` resolves, keeping no record of requests;
+/// invariant violations go to stderr. Used for benchmarks.
 pub async fn run_fixed_reply(
     listener: TcpListener,
     reply_text: String,
@@ -183,6 +198,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route(Wire::OpenAi.path(), post(openai_request))
         .route(Wire::Anthropic.path(), post(anthropic_request))
+        .route(Wire::Embeddings.path(), post(embeddings_request))
         .fallback(unknown_request)
         // Context-overflow tests send large prompts; the default 2 MB limit would reject them.
         .layer(DefaultBodyLimit::disable())
@@ -203,6 +219,8 @@ struct Shared {
 struct ScriptState {
     script: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
+    embedding_requests: Vec<RecordedRequest>,
+    embeddings_failing: Option<u16>,
     violations: Vec<String>,
     expected_api_key: Option<String>,
     check_options: CheckOptions,
@@ -217,6 +235,14 @@ enum Outcome {
     Exhausted,
 }
 
+/// What the embeddings endpoint does with an admitted request.
+enum EmbeddingsOutcome {
+    Answer,
+    Failing(u16),
+    Invalid(String),
+    Rejected,
+}
+
 /// Why a request's credentials were refused.
 enum Rejection {
     WrongKey,
@@ -228,6 +254,8 @@ impl Shared {
         let state = ScriptState {
             script: VecDeque::new(),
             requests: Vec::new(),
+            embedding_requests: Vec::new(),
+            embeddings_failing: None,
             violations: Vec::new(),
             expected_api_key: None,
             check_options: CheckOptions::default(),
@@ -252,31 +280,67 @@ impl Shared {
         }
     }
 
-    /// Checks the request, then records it and takes the reply it gets under one lock so
-    /// concurrent requests keep a consistent order.
-    fn admit(&self, wire: Wire, headers: &HeaderMap, body: &Result<Value, String>) -> (u64, Outcome) {
-        // Checking happens outside the main lock so concurrent benchmark requests don't queue on it.
+    /// The invariant failures of a request; checked outside the main lock so concurrent
+    /// benchmark requests don't queue on it.
+    fn problems(&self, wire: Wire, body: &Result<Value, String>) -> Vec<String> {
         let check_options = self.lock().check_options;
-        let mut problems = match body {
+        match body {
             Ok(value) => check_request(wire, value, &check_options),
             Err(_) => vec!["the body is not valid JSON".to_owned()],
-        };
-        let mut state = self.lock();
+        }
+    }
+
+    /// Numbers the request and, when scripted, records it (chat and embeddings apart).
+    fn record(&self, state: &mut ScriptState, wire: Wire, headers: &HeaderMap, body: &Result<Value, String>) -> u64 {
         state.request_count += 1;
-        let number = state.request_count;
-        let label = format!("request {number} ({wire} {})", wire.path());
         if let Mode::Scripted = self.mode {
             let recorded_body = match body {
                 Ok(value) => value.clone(),
                 Err(raw) => Value::String(raw.clone()),
             };
-            state.requests.push(RecordedRequest {
+            let request = RecordedRequest {
                 wire,
                 path: wire.path().to_owned(),
                 headers: recorded_headers(headers),
                 body: recorded_body,
-            });
+            };
+            match wire {
+                Wire::OpenAi | Wire::Anthropic => state.requests.push(request),
+                Wire::Embeddings => state.embedding_requests.push(request),
+            }
         }
+        state.request_count
+    }
+
+    /// Checks an embeddings request and records it; the answer comes from the fake model
+    /// (or the configured failure), never from the script.
+    fn admit_embeddings(&self, headers: &HeaderMap, body: &Result<Value, String>) -> (u64, EmbeddingsOutcome) {
+        let wire = Wire::Embeddings;
+        let mut problems = self.problems(wire, body);
+        let mut state = self.lock();
+        let number = self.record(&mut state, wire, headers, body);
+        let label = format!("request {number} ({wire} {})", wire.path());
+        let rejection = state.expected_api_key.as_deref().and_then(|key| check_credentials(wire, headers, key));
+        let outcome = match (rejection, problems.first(), state.embeddings_failing) {
+            (Some(rejection), _, _) => {
+                problems.push(rejection.describe(wire));
+                EmbeddingsOutcome::Rejected
+            }
+            (None, Some(problem), _) => EmbeddingsOutcome::Invalid(problem.clone()),
+            (None, None, Some(status)) => EmbeddingsOutcome::Failing(status),
+            (None, None, None) => EmbeddingsOutcome::Answer,
+        };
+        self.record_violations(&mut state, &label, problems);
+        (number, outcome)
+    }
+
+    /// Checks the request, then records it and takes the reply it gets under one lock so
+    /// concurrent requests keep a consistent order.
+    fn admit(&self, wire: Wire, headers: &HeaderMap, body: &Result<Value, String>) -> (u64, Outcome) {
+        let mut problems = self.problems(wire, body);
+        let mut state = self.lock();
+        let number = self.record(&mut state, wire, headers, body);
+        let label = format!("request {number} ({wire} {})", wire.path());
         let rejection = state.expected_api_key.as_deref().and_then(|key| check_credentials(wire, headers, key));
         let outcome = match (rejection, &self.mode) {
             (Some(rejection), _) => {
@@ -300,7 +364,7 @@ impl Shared {
 impl Rejection {
     fn describe(&self, wire: Wire) -> String {
         match (self, wire) {
-            (Rejection::WrongKey, Wire::OpenAi) => {
+            (Rejection::WrongKey, Wire::OpenAi | Wire::Embeddings) => {
                 "the request lacks the expected API key in `Authorization: Bearer <key>`".to_owned()
             }
             (Rejection::WrongKey, Wire::Anthropic) => {
@@ -314,7 +378,7 @@ impl Rejection {
 fn check_credentials(wire: Wire, headers: &HeaderMap, key: &str) -> Option<Rejection> {
     let header_text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
     match wire {
-        Wire::OpenAi => {
+        Wire::OpenAi | Wire::Embeddings => {
             let expected = format!("Bearer {key}");
             (header_text(header::AUTHORIZATION.as_str()) != Some(expected.as_str())).then_some(Rejection::WrongKey)
         }
@@ -341,6 +405,21 @@ async fn anthropic_request(State(shared): State<Arc<Shared>>, headers: HeaderMap
     answer(&shared, Wire::Anthropic, &headers, &body).await
 }
 
+async fn embeddings_request(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw_body: Bytes) -> Response {
+    let body = serde_json::from_slice::<Value>(&raw_body).map_err(|_| String::from_utf8_lossy(&raw_body).into_owned());
+    let (number, outcome) = shared.admit_embeddings(&headers, &body);
+    let value = body.as_ref().unwrap_or(&Value::Null);
+    let exchange = Exchange::new(number, value, raw_body.len());
+    match outcome {
+        EmbeddingsOutcome::Answer => embeddings::respond(value, &exchange),
+        EmbeddingsOutcome::Failing(status) => embeddings::failure(status, &exchange),
+        EmbeddingsOutcome::Invalid(problem) => {
+            openai::error_response(400, ErrorKind::BadRequest, &problem, None, &exchange)
+        }
+        EmbeddingsOutcome::Rejected => openai::error_response(401, ErrorKind::Auth, "", None, &exchange),
+    }
+}
+
 async fn answer(shared: &Shared, wire: Wire, headers: &HeaderMap, raw_body: &Bytes) -> Response {
     let body = serde_json::from_slice::<Value>(raw_body).map_err(|_| String::from_utf8_lossy(raw_body).into_owned());
     let (number, outcome) = shared.admit(wire, headers, &body);
@@ -349,7 +428,8 @@ async fn answer(shared: &Shared, wire: Wire, headers: &HeaderMap, raw_body: &Byt
         Outcome::Reply(reply) => {
             let reply = wait_until_due(reply).await;
             match wire {
-                Wire::OpenAi => openai::respond(&reply, &exchange),
+                // Embeddings are answered by `embeddings_request`; their wire is OpenAI's.
+                Wire::OpenAi | Wire::Embeddings => openai::respond(&reply, &exchange),
                 Wire::Anthropic => anthropic::respond(&reply, &exchange),
             }
         }
@@ -374,7 +454,7 @@ async fn wait_until_due(mut reply: Reply) -> Reply {
 
 fn wire_error(wire: Wire, status: u16, kind: ErrorKind, message: &str, exchange: &Exchange) -> Response {
     match wire {
-        Wire::OpenAi => openai::error_response(status, kind, message, None, exchange),
+        Wire::OpenAi | Wire::Embeddings => openai::error_response(status, kind, message, None, exchange),
         Wire::Anthropic => anthropic::error_response(status, kind, message, None),
     }
 }

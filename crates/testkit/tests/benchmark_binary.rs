@@ -1,4 +1,5 @@
-//! The `squidbot-scripted-llm` benchmark binary answers both wires with its fixed reply.
+//! The `squidbot-scripted-llm` benchmark binary answers both chat wires with its fixed reply
+//! and embeddings with the fake model.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -66,6 +67,22 @@ async fn the_benchmark_binary_answers_every_request_with_its_reply() {
         .await
         .expect("JSON");
     assert_eq!(message["content"][0]["text"], "bench reply");
+    let embeddings: Value = client
+        .post(format!("{base_url}/embeddings"))
+        .json(&json!({"model": "embed", "input": ["red car", "automobile"], "dimensions": 8}))
+        .send()
+        .await
+        .expect("response")
+        .json()
+        .await
+        .expect("JSON");
+    let second: Vec<f32> = embeddings["data"][1]["embedding"]
+        .as_array()
+        .expect("a vector")
+        .iter()
+        .map(|number| number.as_f64().expect("a number") as f32)
+        .collect();
+    assert_eq!(second, squidbot_testkit::fake_embedding("automobile", 8));
     let response =
         client.post(format!("{base_url}/messages")).json(&json!({"messages": []})).send().await.expect("response");
     assert_eq!(response.status(), 200, "violations are logged, not fatal");

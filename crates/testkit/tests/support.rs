@@ -47,6 +47,7 @@ pub async fn post(llm: &ScriptedLlm, wire: Wire, body: &Value) -> reqwest::Respo
     let client = reqwest::Client::new();
     let request = match wire {
         Wire::OpenAi => client.post(format!("{}/chat/completions", llm.base_url())).bearer_auth(API_KEY),
+        Wire::Embeddings => client.post(format!("{}/embeddings", llm.base_url())).bearer_auth(API_KEY),
         Wire::Anthropic => client
             .post(format!("{}/messages", llm.base_url()))
             .header("x-api-key", API_KEY)

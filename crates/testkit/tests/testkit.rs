@@ -5,6 +5,7 @@
 
 mod anthropic_wire;
 mod benchmark_binary;
+mod embeddings;
 mod failures;
 mod openai_wire;
 mod support;

@@ -1,4 +1,5 @@
-//! squidbot's built-in tools: reading, writing, editing and searching files, and the shell.
+//! squidbot's built-in tools: reading, writing, editing and searching files, the shell, and
+//! long-term memory.
 
 mod atomic;
 pub mod edit_file;
@@ -6,6 +7,7 @@ pub mod exec;
 pub mod find;
 pub mod grep;
 pub mod list_dir;
+pub mod memory;
 pub mod path_guard;
 pub mod read_file;
 pub mod safety;
@@ -24,6 +26,7 @@ pub use exec::ExecTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use list_dir::ListDirTool;
+pub use memory::{MemoryDeleteTool, MemoryRecallTool, MemorySaveTool, MemoryWriteTool, memory_tools};
 pub use path_guard::PathGuard;
 pub use read_file::ReadFileTool;
 pub use safety::{CommandPolicy, PolicyError, Refusal};

@@ -4,6 +4,8 @@
 // The fixture helpers below are test code too, though outside `#[test]` functions.
 #![allow(clippy::unwrap_used)]
 
+mod memory_tools;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

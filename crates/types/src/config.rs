@@ -59,7 +59,7 @@ impl Default for MemoryConfig {
             compact_at: 0.80,
             aggressive_at: 0.85,
             emergency_at: 0.95,
-            document_cap: 12_000,
+            document_cap: crate::memory::DEFAULT_DOCUMENT_CAP,
         }
     }
 }

@@ -148,3 +148,6 @@ pub struct NewMemory {
 
 /// Default importance when none is given.
 pub const DEFAULT_IMPORTANCE: f32 = 0.5;
+
+/// Default largest memory.md, in characters (`memory.document_cap`).
+pub const DEFAULT_DOCUMENT_CAP: usize = 12_000;

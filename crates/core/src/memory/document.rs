@@ -1,7 +1,7 @@
 //! memory.md: one agent-maintained Markdown document per context, edited by sections.
 
-/// Largest memory.md, in characters; an edit that would pass it is refused.
-pub const DOCUMENT_CAP: usize = 12_000;
+/// Largest memory.md, in characters, unless configured; an edit that would pass it is refused.
+pub const DOCUMENT_CAP: usize = squidbot_types::memory::DEFAULT_DOCUMENT_CAP;
 
 /// Storage of the per-context documents. Calls block (small files).
 pub trait MemoryDocuments: Send + Sync + 'static {

@@ -4,6 +4,8 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::time::Duration;
 
+use squidbot_core::provider::ProviderError;
+
 /// First backoff delay; each retry doubles it.
 pub(crate) const BASE_DELAY: Duration = Duration::from_millis(500);
 
@@ -26,6 +28,20 @@ pub(crate) fn retry_delay(attempt: u32, retry_after: Option<Duration>) -> Durati
     let base = BASE_DELAY.saturating_mul(factor).min(MAX_DELAY);
     let scale = 1.0 - JITTER + 2.0 * JITTER * random_fraction();
     base.mul_f64(scale).min(MAX_DELAY)
+}
+
+/// The delay the provider asked for, when the error carries one (rate limits).
+pub(crate) fn requested_delay(error: &ProviderError) -> Option<Duration> {
+    match error {
+        ProviderError::RateLimited { retry_after, .. } => *retry_after,
+        ProviderError::Auth { .. }
+        | ProviderError::ContextOverflow { .. }
+        | ProviderError::Transient { .. }
+        | ProviderError::InvalidResponse { .. }
+        | ProviderError::Rejected { .. }
+        | ProviderError::Config { .. }
+        | ProviderError::Cancelled => None,
+    }
 }
 
 /// A number in `[0, 1]`; std's hasher keys are random per instance, which is enough

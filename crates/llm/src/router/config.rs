@@ -14,6 +14,7 @@ use crate::anthropic::AnthropicProvider;
 use crate::http::{self, Endpoint};
 use crate::openai::OpenAiProvider;
 use crate::presets::{self, Preset};
+use crate::router::embedding;
 
 /// One problem in the configuration, tied to the key that causes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +26,7 @@ pub struct ConfigIssue {
 }
 
 impl ConfigIssue {
-    fn new(key: impl Into<String>, problem: impl Into<String>) -> Self {
+    pub(crate) fn new(key: impl Into<String>, problem: impl Into<String>) -> Self {
         Self { key: key.into(), problem: problem.into() }
     }
 }
@@ -93,15 +94,22 @@ pub(crate) struct Route {
     pub(crate) in_use: bool,
     /// The adapter, or why none could be built (reported at call time).
     pub(crate) adapter: Result<Adapter, ProviderError>,
+    /// Where the provider lives and its key, for adapters built beside the router (embeddings).
+    pub(crate) endpoint: Endpoint,
 }
 
 impl Route {
     /// The adapter to call, or the configuration error that stops the call before any request.
     pub(crate) fn adapter(&self) -> Result<&Adapter, ProviderError> {
-        if self.info.key == KeySource::Missing {
-            return Err(ProviderError::Config { message: missing_key_problem(&self.info.name, &self.key_env) });
+        if let Some(problem) = self.key_problem() {
+            return Err(ProviderError::Config { message: problem });
         }
         self.adapter.as_ref().map_err(Clone::clone)
+    }
+
+    /// What to tell the user when the provider needs a key and has none.
+    pub(crate) fn key_problem(&self) -> Option<String> {
+        (self.info.key == KeySource::Missing).then(|| missing_key_problem(&self.info.name, &self.key_env))
     }
 }
 
@@ -202,6 +210,12 @@ pub(crate) fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Re
             check(format!("agents.{role}.model"), model_id);
         }
     }
+    let kind_of = |name: &str| providers.get(name).map(|route| route.info.kind);
+    match embedding::check_embedding_model(config, &is_known, &kind_of) {
+        Ok(Some((provider, _))) => referenced.push(provider),
+        Ok(None) => {}
+        Err(mut problems) => issues.append(&mut problems),
+    }
     for provider in referenced {
         if let Some(route) = providers.get_mut(&provider) {
             route.in_use = true;
@@ -224,7 +238,7 @@ pub(crate) fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Re
 }
 
 /// One provider: its section merged over the preset of the same name.
-fn build_route(
+pub(crate) fn build_route(
     name: &str,
     section: &ProviderConfig,
     preset: Option<&Preset>,
@@ -240,8 +254,7 @@ fn build_route(
             "a provider name may not be empty or contain '/' or spaces",
         ));
     }
-    // Most custom endpoints speak the OpenAI wire protocol, so that is the default.
-    let kind = Some(section.kind.or(preset.map(|preset| preset.kind)).unwrap_or(ProviderKind::Openai));
+    let kind = Some(provider_kind(section, preset));
     let api_base = section.api_base.clone().or(preset.map(|preset| preset.api_base.to_owned()));
     match &api_base {
         None => issues.push(ConfigIssue::new(
@@ -306,8 +319,10 @@ fn build_route(
         timeout,
     };
     let adapter = match kind {
-        ProviderKind::Openai => OpenAiProvider::with_client(client.clone(), endpoint).map(Adapter::OpenAi),
-        ProviderKind::Anthropic => AnthropicProvider::with_client(client.clone(), endpoint).map(Adapter::Anthropic),
+        ProviderKind::Openai => OpenAiProvider::with_client(client.clone(), endpoint.clone()).map(Adapter::OpenAi),
+        ProviderKind::Anthropic => {
+            AnthropicProvider::with_client(client.clone(), endpoint.clone()).map(Adapter::Anthropic)
+        }
     };
     Ok(Route {
         info: ProviderInfo { name: name.to_owned(), kind, api_base, key: key_source },
@@ -315,7 +330,14 @@ fn build_route(
         context_window: section.context_window,
         in_use: false,
         adapter,
+        endpoint,
     })
+}
+
+/// The wire protocol of a provider: its section's, else its preset's, else OpenAI's (most
+/// custom endpoints speak it).
+pub(crate) fn provider_kind(section: &ProviderConfig, preset: Option<&Preset>) -> ProviderKind {
+    section.kind.or(preset.map(|preset| preset.kind)).unwrap_or(ProviderKind::Openai)
 }
 
 fn check_url(url: &str) -> Result<(), String> {

@@ -1,4 +1,5 @@
-//! `squidbot-scripted-llm`: serves the same text reply to every LLM request, for benchmarks.
+//! `squidbot-scripted-llm`: serves the same text reply to every chat request, and embeddings
+//! from the fake embedding model, for benchmarks.
 
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
