@@ -32,6 +32,71 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// Inspect and edit long-term memory.
+    Memory {
+        /// Which memory action.
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
+    /// Run the system jobs that are due now (TTL expiry, archival, bulletin, vectors).
+    /// The REPL runs them on its own while it is open.
+    Maintenance,
+}
+
+/// `squidbot memory …`.
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// List memories, most recently updated first.
+    List {
+        /// Only this type (fact, preference, decision, identity, event, observation, todo).
+        #[arg(long = "type")]
+        kind: Option<String>,
+        /// Maximum rows.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recall memories for a query (hybrid when an embedder is configured).
+    Search {
+        /// What to look for.
+        query: String,
+        /// Maximum results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Save a memory.
+    Add {
+        /// What to remember.
+        text: String,
+        /// Its type.
+        #[arg(long = "type", default_value = "fact")]
+        kind: String,
+        /// 0 to 1.
+        #[arg(long, default_value_t = 0.5)]
+        importance: f32,
+        /// Comma-separated tags.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a memory.
+    Rm {
+        /// Its id.
+        id: i64,
+    },
+    /// Print memory.md.
+    Doc {
+        /// Print JSON with the path and the text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `--json` for listings.
@@ -108,6 +173,11 @@ pub enum SessionsAction {
     },
     /// Print a session's whole tree.
     Tree {
+        /// Session key.
+        key: String,
+    },
+    /// Extract memories from a session and archive it (it resumes when used again).
+    Archive {
         /// Session key.
         key: String,
     },

@@ -2,6 +2,7 @@
 
 mod agent;
 mod config;
+mod memory;
 mod onboard;
 mod repl;
 mod sessions;
@@ -33,6 +34,18 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         Command::Sessions { action } => {
             let environment = Environment::load()?;
             runtime.block_on(sessions::run(&environment, action)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Memory { action } => {
+            let environment = Environment::load()?;
+            runtime.block_on(memory::run(&environment, action)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Maintenance => {
+            let environment = Environment::load()?;
+            let housekeeping = environment.housekeeping()?;
+            for line in runtime.block_on(housekeeping.run_due()) {
+                println!("{line}");
+            }
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -148,6 +148,25 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
             issues.push(ConfigIssue { key: format!("agents.{role}.max_turns"), problem: "must be at least 1".into() });
         }
     }
+    if crate::housekeeping::parse_duration(&config.sessions.archive_after).is_none() {
+        issues.push(ConfigIssue {
+            key: "sessions.archive_after".into(),
+            problem: format!("{:?} is not a duration such as 90s, 30m, 24h or 7d", config.sessions.archive_after),
+        });
+    }
+    let memory = &config.memory;
+    let thresholds = [memory.compact_at, memory.aggressive_at, memory.emergency_at];
+    if !(thresholds.windows(2).all(|pair| pair[0] <= pair[1])
+        && thresholds.iter().all(|share| *share > 0.0 && *share <= 1.0))
+    {
+        issues.push(ConfigIssue {
+            key: "memory.compact_at".into(),
+            problem: "compact_at <= aggressive_at <= emergency_at must hold, each in (0, 1]".into(),
+        });
+    }
+    if memory.document_cap < 100 {
+        issues.push(ConfigIssue { key: "memory.document_cap".into(), problem: "must be at least 100".into() });
+    }
     if config.tools.exec.timeout_secs == 0 {
         issues.push(ConfigIssue { key: "tools.exec.timeout_secs".into(), problem: "must be at least 1".into() });
     }

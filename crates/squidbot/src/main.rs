@@ -3,8 +3,11 @@
 mod cli;
 mod commands;
 mod config;
+mod housekeeping;
+mod indexed_sessions;
 mod logging;
 mod paths;
+mod sections;
 mod wiring;
 
 use std::process::ExitCode;

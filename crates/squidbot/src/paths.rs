@@ -38,6 +38,16 @@ impl Paths {
         self.home.join("sessions")
     }
 
+    /// The SQLite database.
+    pub fn database(&self) -> PathBuf {
+        self.home.join("squidbot.db")
+    }
+
+    /// Root of the per-context memory.md files.
+    pub fn memory_documents(&self) -> PathBuf {
+        self.home.join("memory")
+    }
+
     /// REPL line history.
     pub fn repl_history(&self) -> PathBuf {
         self.home.join("history.txt")

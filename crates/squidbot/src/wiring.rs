@@ -1,16 +1,25 @@
 //! Builds the running pieces from configuration: provider router, tools, session
 //! store, workspace and the assistant agent.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, anyhow, bail};
-use squidbot_core::agent::{Agent, AgentSettings};
+use squidbot_core::agent::{Agent, AgentSettings, CompactionSettings};
 use squidbot_core::clock::SystemClock;
+use squidbot_core::compactor::CompactionPolicy;
 use squidbot_core::context::RuntimeInfo;
+use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments};
 use squidbot_core::tool::ToolRegistry;
 use squidbot_llm::Router;
-use squidbot_store::{FsWorkspace, JsonlSessionStore};
+use squidbot_store::{
+    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteMemoryStore,
+    SqliteSessionIndex,
+};
 use squidbot_types::config::{Config, DEFAULT_MAX_TURNS};
+
+use crate::housekeeping::{Housekeeping, parse_duration};
+use crate::indexed_sessions::IndexedSessionStore;
+use crate::sections::MemorySections;
 
 use crate::config::{self as config_loader, LoadedConfig};
 use crate::logging;
@@ -22,6 +31,9 @@ pub const ASSISTANT_ROLE: &str = "assistant";
 /// Context id of the single owner.
 pub const OWNER_CONTEXT: &str = "owner";
 
+/// Role whose model does memory work (extraction, bulletins); `llm.model` when unset.
+pub const MEMORY_ROLE: &str = "memory";
+
 /// Everything a command needs, loaded once.
 #[derive(Debug)]
 pub struct Environment {
@@ -29,6 +41,7 @@ pub struct Environment {
     pub paths: Paths,
     /// Loaded configuration.
     pub loaded: LoadedConfig,
+    database: OnceLock<Database>,
 }
 
 impl Environment {
@@ -37,7 +50,81 @@ impl Environment {
         let paths = Paths::from_env()?;
         let loaded = config_loader::load(&paths.config)?;
         logging::init(&loaded.config.logging, config_loader::secret_values(&loaded.config));
-        Ok(Self { paths, loaded })
+        Ok(Self { paths, loaded, database: OnceLock::new() })
+    }
+
+    /// The database, opened once per process.
+    pub fn database(&self) -> Result<Database> {
+        if let Some(database) = self.database.get() {
+            return Ok(database.clone());
+        }
+        let database = Database::open(&self.paths.database())?;
+        Ok(self.database.get_or_init(|| database).clone())
+    }
+
+    /// The embedder from `memory.embedding_model`, if configured.
+    pub fn embedder(&self) -> Result<Option<Arc<dyn DynEmbedder>>> {
+        let embedder =
+            squidbot_llm::embedder_from_config(self.config(), &|name| std::env::var(name).ok()).map_err(|issues| {
+                let lines: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                anyhow!("invalid config {}: {}", self.paths.config.display(), lines.join("; "))
+            })?;
+        Ok(embedder.map(|embedder| Arc::new(embedder) as Arc<dyn DynEmbedder>))
+    }
+
+    /// The memory service.
+    pub fn memories(&self) -> Result<Memories> {
+        let store = SqliteMemoryStore::new(self.database()?);
+        Ok(Memories::new(Arc::new(store), self.embedder()?, Arc::new(SystemClock)))
+    }
+
+    /// The per-context memory.md files.
+    pub fn documents(&self) -> Arc<dyn MemoryDocuments> {
+        Arc::new(FsMemoryDocuments::new(self.paths.memory_documents()))
+    }
+
+    /// The model for memory work.
+    pub fn memory_model(&self) -> Result<String> {
+        match self.config().agents.get(MEMORY_ROLE).and_then(|agent| agent.model.clone()) {
+            Some(model) => Ok(model),
+            None => self.assistant_model(None),
+        }
+    }
+
+    /// The session store: JSONL transcripts indexed in SQLite.
+    pub fn session_store(&self) -> Result<IndexedSessionStore> {
+        Ok(IndexedSessionStore::new(
+            JsonlSessionStore::new(self.paths.sessions()),
+            SqliteSessionIndex::new(self.database()?),
+        ))
+    }
+
+    /// True when the session exists and is archived (using it resumes it).
+    pub fn session_archived(&self, key: &str) -> Result<bool> {
+        let entry = SqliteSessionIndex::new(self.database()?).get(key)?;
+        Ok(entry.is_some_and(|entry| entry.status == squidbot_store::SessionStatus::Archived))
+    }
+
+    /// The system jobs.
+    pub fn housekeeping(&self) -> Result<Housekeeping> {
+        let config = self.config();
+        let archive_after = parse_duration(&config.sessions.archive_after).with_context(|| {
+            format!("sessions.archive_after: {:?} is not a duration", config.sessions.archive_after)
+        })?;
+        let database = self.database()?;
+        Ok(Housekeeping {
+            memories: self.memories()?,
+            index: SqliteSessionIndex::new(database.clone()),
+            sessions: JsonlSessionStore::new(self.paths.sessions()),
+            bulletins: BulletinCache::new(database.clone()),
+            ledger: JobLedger::new(database),
+            provider: Arc::new(self.router()?),
+            model: self.memory_model()?,
+            workspace: Arc::new(FsWorkspace::new(self.workspace())),
+            archive_after,
+            bulletin_every: std::time::Duration::from_secs(config.memory.bulletin_interval_secs.max(1)),
+            contexts: vec![OWNER_CONTEXT.to_owned()],
+        })
     }
 
     /// The configuration.
@@ -77,10 +164,12 @@ impl Environment {
         })
     }
 
-    /// The tool set of the assistant.
-    pub fn tools(&self) -> ToolRegistry {
+    /// The tool set of the assistant: files, shell and memory.
+    pub fn tools(&self, memories: &Memories) -> ToolRegistry {
         let mut registry = ToolRegistry::new();
-        for tool in squidbot_tools::builtin_tools(&self.config().tools) {
+        let memory_tools =
+            squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
+        for tool in squidbot_tools::builtin_tools(&self.config().tools).into_iter().chain(memory_tools) {
             registry.register(tool);
         }
         registry
@@ -117,14 +206,28 @@ impl Environment {
             },
             context: OWNER_CONTEXT.to_owned(),
         };
+        let memories = self.memories()?;
+        let memory = &config.memory;
+        let compaction = CompactionSettings {
+            policy: CompactionPolicy {
+                compact_at: memory.compact_at,
+                aggressive_at: memory.aggressive_at,
+                emergency_at: memory.emergency_at,
+            },
+            model: self.memory_model()?,
+            memories: Some(memories.clone()),
+        };
+        let sections = MemorySections::new(self.documents(), BulletinCache::new(self.database()?));
         Ok(Agent::new(
             Arc::new(router),
-            self.tools(),
-            Arc::new(JsonlSessionStore::new(self.paths.sessions())),
+            self.tools(&memories),
+            Arc::new(self.session_store()?),
             Arc::new(FsWorkspace::new(workspace)),
             Arc::new(SystemClock),
             settings,
-        ))
+        )
+        .with_compaction(compaction)
+        .with_sections(Arc::new(sections)))
     }
 }
 

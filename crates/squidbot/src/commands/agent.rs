@@ -43,6 +43,9 @@ pub fn one_shot(
         for warning in warnings {
             eprintln!("warning: session {}: {warning}", arguments.session);
         }
+        if environment.session_archived(&arguments.session)? {
+            eprintln!("note: session {} was archived; resuming it", arguments.session);
+        }
         let cancel = CancellationToken::new();
         let watcher = {
             let cancel = cancel.clone();
@@ -53,23 +56,34 @@ pub fn one_shot(
             })
         };
         let outcome = agent.run_turn(&mut session, message, &QuietEvents, &cancel).await;
-        watcher.abort();
         let outcome = outcome?;
-        let mut stdout = std::io::stdout().lock();
-        match outcome.status {
-            TurnStatus::Completed => {
-                writeln!(stdout, "{}", outcome.reply)?;
-                Ok(ExitCode::SUCCESS)
+        let code = {
+            let mut stdout = std::io::stdout().lock();
+            match outcome.status {
+                TurnStatus::Completed => {
+                    writeln!(stdout, "{}", outcome.reply)?;
+                    ExitCode::SUCCESS
+                }
+                TurnStatus::MaxTurns => {
+                    eprintln!("warning: the turn hit max_turns");
+                    writeln!(stdout, "{}", outcome.reply)?;
+                    ExitCode::SUCCESS
+                }
+                TurnStatus::Cancelled => {
+                    eprintln!("interrupted");
+                    ExitCode::from(INTERRUPTED_EXIT)
+                }
             }
-            TurnStatus::MaxTurns => {
-                eprintln!("warning: the turn hit max_turns");
-                writeln!(stdout, "{}", outcome.reply)?;
-                Ok(ExitCode::SUCCESS)
-            }
-            TurnStatus::Cancelled => {
-                eprintln!("interrupted");
-                Ok(ExitCode::from(INTERRUPTED_EXIT))
+        };
+        if outcome.status != TurnStatus::Cancelled {
+            // The reply is out; a compaction started by this turn finishes before exit
+            // (Ctrl-C abandons it: nothing is applied until it completes).
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                settled = agent.settle(&mut session, &QuietEvents) => settled?,
             }
         }
+        watcher.abort();
+        Ok(code)
     })
 }

@@ -71,6 +71,34 @@ impl AgentEvents for TerminalEvents {
     fn warning(&self, message: &str) {
         eprintln!("warning: {message}");
     }
+
+    fn notice(&self, message: &str) {
+        self.status_line(&format!("({message})"));
+    }
+}
+
+/// Runs due system jobs now and every minute until `stop`.
+fn start_housekeeping(
+    environment: &Environment,
+    runtime: &tokio::runtime::Runtime,
+    stop: CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let housekeeping = match environment.housekeeping() {
+        Ok(housekeeping) => housekeeping,
+        Err(error) => {
+            eprintln!("warning: system jobs are off: {error:#}");
+            return None;
+        }
+    };
+    Some(runtime.spawn(async move {
+        loop {
+            housekeeping.run_due().await;
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+            }
+        }
+    }))
 }
 
 /// Reads one logical input: `\`-continued lines or a `"""` block.
@@ -110,6 +138,11 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
     {
         tracing::debug!(%error, "can't load REPL history");
     }
+    if environment.session_archived(&arguments.session)? {
+        println!("(session {} was archived; resuming it)", arguments.session);
+    }
+    let housekeeping_stop = CancellationToken::new();
+    let housekeeping = start_housekeeping(environment, runtime, housekeeping_stop.clone());
     let color = std::env::var_os("NO_COLOR").is_none();
     let events = TerminalEvents { color, mid_line: AtomicBool::new(false) };
     let prior = session.history().len();
@@ -174,6 +207,18 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
             Err(error) => eprintln!("\nerror: {error}"),
         }
     }
+    housekeeping_stop.cancel();
+    runtime.block_on(async {
+        let settle = agent.settle(&mut session, &events);
+        match tokio::time::timeout(std::time::Duration::from_secs(60), settle).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => eprintln!("warning: can't apply the background compaction: {error}"),
+            Err(_) => eprintln!("warning: a background compaction did not finish; it will run again next time"),
+        }
+        if let Some(housekeeping) = housekeeping {
+            housekeeping.abort();
+        }
+    });
     if let Some(parent) = history_path.parent()
         && let Err(error) = std::fs::create_dir_all(parent)
             .and_then(|()| editor.save_history(&history_path).map_err(|error| std::io::Error::other(error.to_string())))

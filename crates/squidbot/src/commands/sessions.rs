@@ -3,7 +3,7 @@
 use anyhow::{Result, bail};
 use squidbot_core::session::Session;
 use squidbot_core::store::SessionStore;
-use squidbot_store::JsonlSessionStore;
+use squidbot_store::{JsonlSessionStore, SessionStatus, SqliteSessionIndex};
 use squidbot_types::session::{EntryBody, MessageRole, SessionEntry};
 
 use crate::cli::SessionsAction;
@@ -13,14 +13,32 @@ use crate::wiring::Environment;
 pub async fn run(environment: &Environment, action: SessionsAction) -> Result<()> {
     let store = JsonlSessionStore::new(environment.paths.sessions());
     match action {
+        SessionsAction::Archive { key } => {
+            let archived = environment.housekeeping()?.archive(&key).await?;
+            println!("archived {key} ({} memories extracted); using it again resumes it", archived.memories);
+            Ok(())
+        }
         SessionsAction::List(flags) => {
             let sessions = store.list().await?;
+            let index = SqliteSessionIndex::new(environment.database()?);
+            let statuses: std::collections::HashMap<String, &'static str> = index
+                .list()?
+                .into_iter()
+                .map(|entry| {
+                    let status = match entry.status {
+                        SessionStatus::Active => "active",
+                        SessionStatus::Archived => "archived",
+                    };
+                    (entry.key, status)
+                })
+                .collect();
+            let status_of = |key: &str| statuses.get(key).copied().unwrap_or("active");
             if flags.json {
                 let rows: Vec<serde_json::Value> = sessions
                     .iter()
                     .map(|session| {
                         serde_json::json!({
-                            "key": session.key, "context": session.context, "created": session.created,
+                            "key": session.key, "status": status_of(&session.key), "context": session.context, "created": session.created,
                             "updated": session.updated, "entries": session.entry_count,
                             "messages": session.message_count, "preview": session.preview,
                         })

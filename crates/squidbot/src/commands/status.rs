@@ -7,7 +7,8 @@ use squidbot_core::store::SessionStore;
 use squidbot_store::JsonlSessionStore;
 use squidbot_types::ToolSpec;
 
-use crate::wiring::Environment;
+use crate::indexed_sessions::unix_now;
+use crate::wiring::{Environment, OWNER_CONTEXT};
 
 /// Prints the status report.
 pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
@@ -36,6 +37,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
         }
         Err(_) => (0, 0, 0),
     };
+    let memory = memory_report(environment).await;
     if as_json {
         let report = json!({
             "version": env!("CARGO_PKG_VERSION"),
@@ -50,6 +52,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             "workspace": { "path": workspace, "exists": workspace.is_dir(), "bootstrap_files": bootstrap },
             "sessions": { "count": sessions.len(), "messages": sessions.iter().map(|session| session.message_count).sum::<usize>() },
             "prompt": { "system_chars": prompt_chars, "tools": tool_count, "tool_schema_chars": tool_chars },
+            "memory": memory,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -91,5 +94,52 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
         sessions.iter().map(|session| session.message_count).sum::<usize>()
     );
     println!("prompt     {prompt_chars} chars system prompt, {tool_count} tools in {tool_chars} chars of schema");
+    match memory.get("error") {
+        Some(error) => println!("memory     unavailable: {}", error.as_str().unwrap_or_default()),
+        None => {
+            println!(
+                "memory     {} memories ({} with vectors), recall: {}",
+                memory["memories"],
+                memory["with_vectors"],
+                memory["recall"].as_str().unwrap_or_default()
+            );
+            println!(
+                "           memory.md {} chars; bulletin {}",
+                memory["document_chars"],
+                memory["bulletin"].as_str().unwrap_or_default()
+            );
+        }
+    }
     Ok(())
+}
+
+/// Memory facts for the owner's context, or the reason they can't be read.
+async fn memory_report(environment: &Environment) -> serde_json::Value {
+    let report = async {
+        let memories = environment.memories()?;
+        let stats = memories.stats(OWNER_CONTEXT).await?;
+        let documents = environment.documents();
+        let document = tokio::task::spawn_blocking(move || documents.read(OWNER_CONTEXT)).await??;
+        let bulletin = squidbot_store::BulletinCache::new(environment.database()?).get(OWNER_CONTEXT)?;
+        let bulletin = match bulletin {
+            Some(bulletin) if !bulletin.content.is_empty() => {
+                format!("written {} minutes ago", (unix_now() - bulletin.generated_at).max(0) / 60)
+            }
+            Some(_) => "empty (no memories yet)".to_owned(),
+            None => "not written yet".to_owned(),
+        };
+        anyhow::Ok(json!({
+            "memories": stats.memories,
+            "with_vectors": stats.with_vectors,
+            "recall": match memories.embedding_model() {
+                Some(_) => memories.mode().describe().to_owned(),
+                None => format!("{} (no embedder configured)", memories.mode().describe()),
+            },
+            "embedding_model": memories.embedding_model(),
+            "document_chars": document.map_or(0, |text| text.len()),
+            "bulletin": bulletin,
+            "database": environment.paths.database(),
+        }))
+    };
+    report.await.unwrap_or_else(|error| json!({ "error": format!("{error:#}") }))
 }

@@ -174,3 +174,13 @@ async fn max_turns_tells_the_user() {
     assert_eq!(server.requests().len(), 2);
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_session_settings_are_validated() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    home.append_config("[sessions]\narchive_after = \"tomorrow\"\n[memory]\ncompact_at = 0.9\nemergency_at = 0.5\n");
+    let run = home.run(&["config", "validate"]).await.failure();
+    assert!(run.stderr.contains("sessions.archive_after"), "{}", run.stderr);
+    assert!(run.stderr.contains("memory.compact_at"), "{}", run.stderr);
+}

@@ -161,7 +161,7 @@ async fn status_reports_a_lean_prompt() {
     let tools = status["prompt"]["tool_schema_chars"].as_u64().unwrap();
     assert!(system > 500 && system < 6_000, "system prompt is {system} chars");
     assert!(tools > 500 && tools < 4_000, "tool schemas are {tools} chars");
-    assert_eq!(status["prompt"]["tools"], 7);
+    assert_eq!(status["prompt"]["tools"], 11);
     assert_eq!(status["model"], "local/m");
     let run = home.run(&["status"]).await.success();
     assert!(run.stdout.contains("chars system prompt"), "{}", run.stdout);
@@ -173,6 +173,8 @@ async fn oldest_turns_are_dropped_with_a_warning_when_the_context_overflows() {
     let home = Home::with_minimal_config(&server);
     let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     home.write_config(&config.replace("[llm]\n", "[llm]\nmax_tokens = 100\ncontext_window = 1500\n"));
+    // Compaction off: this test is about the per-request trimming alone.
+    home.append_config("[memory]\ncompact_at = 1.0\naggressive_at = 1.0\nemergency_at = 1.0\n");
     server.push(Reply::text("noted"));
     server.push(Reply::text("fits"));
     let long = "a long message that fills the window ".repeat(100);

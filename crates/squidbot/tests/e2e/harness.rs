@@ -71,6 +71,13 @@ impl Home {
         self.path().join("workspace")
     }
 
+    /// Appends TOML to config.toml.
+    pub fn append_config(&self, text: &str) {
+        let path = self.path().join("config.toml");
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(path, format!("{current}\n{text}\n")).expect("write config");
+    }
+
     /// Writes config.toml.
     pub fn write_config(&self, text: &str) {
         std::fs::write(self.path().join("config.toml"), text).expect("write config");

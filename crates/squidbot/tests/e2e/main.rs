@@ -6,4 +6,5 @@
 mod bad_input;
 mod chat;
 mod harness;
+mod memory;
 mod repl;

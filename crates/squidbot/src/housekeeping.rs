@@ -1,0 +1,257 @@
+//! System jobs: TTL expiry of memories, archival of idle sessions (after a memory
+//! extraction pass), the memory bulletin, and vector backfill. Each job's last run is
+//! kept in SQLite so cadences hold across restarts; the scheduler issue folds these into
+//! the one scheduler.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use squidbot_core::compactor::{self, COMPACTION_PROMPT, Pressure};
+use squidbot_core::context::Prompt;
+use squidbot_core::memory::{ListFilter, Memories};
+use squidbot_core::provider::{CompletionRequest, DynLlmProvider, NoopSink};
+use squidbot_core::session::Session;
+use squidbot_core::store::SessionStore;
+use squidbot_core::workspace::WorkspaceFiles;
+use squidbot_store::{Bulletin, BulletinCache, JobLedger, JsonlSessionStore, SqliteSessionIndex};
+use squidbot_types::ChatMessage;
+use squidbot_types::memory::MemoryType;
+
+use crate::indexed_sessions::unix_now;
+
+/// The bulletin instructions.
+pub const BULLETIN_PROMPT: Prompt =
+    Prompt { name: "bulletin.md", default: include_str!("../../core/prompts/bulletin.md") };
+
+/// Characters of a transcript sent for extraction at archival (the most recent part).
+const ARCHIVE_TRANSCRIPT_CHARS: usize = 60_000;
+
+/// How often the cheap jobs run.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(600);
+
+/// Everything the jobs need.
+pub struct Housekeeping {
+    /// Memory service.
+    pub memories: Memories,
+    /// Session index.
+    pub index: SqliteSessionIndex,
+    /// Session transcripts.
+    pub sessions: JsonlSessionStore,
+    /// Bulletin cache.
+    pub bulletins: BulletinCache,
+    /// Job ledger.
+    pub ledger: JobLedger,
+    /// Model access.
+    pub provider: Arc<dyn DynLlmProvider>,
+    /// `provider/model` for extraction and bulletins.
+    pub model: String,
+    /// Prompt overrides.
+    pub workspace: Arc<dyn WorkspaceFiles>,
+    /// Idle time before archival.
+    pub archive_after: Duration,
+    /// Time between bulletins.
+    pub bulletin_every: Duration,
+    /// Contexts served (the owner for now).
+    pub contexts: Vec<String>,
+}
+
+/// What archiving one session did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Archived {
+    /// Memories extracted and saved (new or merged).
+    pub memories: usize,
+}
+
+impl Housekeeping {
+    /// Runs every job that is due; returns a line per job run.
+    pub async fn run_due(&self) -> Vec<String> {
+        let mut report = Vec::new();
+        let jobs: [(&str, Duration); 4] = [
+            ("ttl_expiry", MAINTENANCE_EVERY),
+            ("vector_backfill", MAINTENANCE_EVERY),
+            ("archive_idle", MAINTENANCE_EVERY),
+            ("memory_bulletin", self.bulletin_every),
+        ];
+        for (name, every) in jobs {
+            let now = unix_now();
+            let due = match self.ledger.last_run(name) {
+                Ok(Some(last)) => now - last >= every.as_secs() as i64,
+                Ok(None) => true,
+                Err(error) => {
+                    tracing::warn!(%error, job = name, "can't read the job ledger");
+                    false
+                }
+            };
+            if !due {
+                continue;
+            }
+            let outcome = match name {
+                "ttl_expiry" => self
+                    .memories
+                    .expire()
+                    .await
+                    .map(|count| format!("{count} expired memories deleted"))
+                    .map_err(anyhow::Error::from),
+                "vector_backfill" => self
+                    .memories
+                    .backfill_vectors(256)
+                    .await
+                    .map(|count| format!("{count} memories embedded"))
+                    .map_err(anyhow::Error::from),
+                "archive_idle" => self.archive_idle().await.map(|count| format!("{count} idle sessions archived")),
+                _ => self.refresh_bulletins().await.map(|count| format!("{count} bulletins refreshed")),
+            };
+            let error = outcome.as_ref().err().map(|error| format!("{error:#}"));
+            let result = match &error {
+                Some(error) => Err(error.as_str()),
+                None => Ok(()),
+            };
+            if let Err(ledger_error) = self.ledger.record(name, now, result) {
+                tracing::warn!(error = %ledger_error, job = name, "can't record a job run");
+            }
+            match outcome {
+                Ok(line) => {
+                    tracing::info!(job = name, "{line}");
+                    report.push(format!("{name}: {line}"));
+                }
+                Err(error) => {
+                    tracing::warn!(job = name, "system job failed: {error:#}");
+                    report.push(format!("{name}: failed: {error:#}"));
+                }
+            }
+        }
+        report
+    }
+
+    async fn archive_idle(&self) -> Result<usize> {
+        let before = unix_now() - self.archive_after.as_secs() as i64;
+        let idle = self.index.idle(before)?;
+        let mut archived = 0;
+        for session in idle {
+            match self.archive(&session.key).await {
+                Ok(_) => archived += 1,
+                Err(error) => tracing::warn!(session = %session.key, "can't archive: {error:#}"),
+            }
+        }
+        Ok(archived)
+    }
+
+    /// Extracts memories from a session and marks it archived. A failed extraction
+    /// leaves the session active so a later run retries it.
+    pub async fn archive(&self, key: &str) -> Result<Archived> {
+        let Some(loaded) = self.sessions.load(key).await? else {
+            bail!("can't find session {key}; `squidbot sessions list` shows the existing ones");
+        };
+        let context = loaded.header.context.clone();
+        let session = Session::from_loaded(loaded);
+        let mut transcript = compactor::transcript(&session.active_path());
+        if transcript.len() > ARCHIVE_TRANSCRIPT_CHARS {
+            let start =
+                squidbot_core::text::ceil_char_boundary(&transcript, transcript.len() - ARCHIVE_TRANSCRIPT_CHARS);
+            transcript = transcript[start..].to_owned();
+        }
+        let mut saved = 0;
+        if !transcript.trim().is_empty() {
+            let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
+            let output = compactor::summarize(
+                self.provider.as_ref(),
+                &self.model,
+                &instructions,
+                session.current_summary().as_deref(),
+                &transcript,
+                Pressure::Compact,
+            )
+            .await
+            .with_context(|| format!("can't extract memories from session {key}"))?;
+            for memory in output.memories {
+                self.memories.save(memory.into_new_memory(&context, "archive")).await?;
+                saved += 1;
+            }
+        }
+        if self.index.get(key)?.is_none() {
+            self.index.record_activity(key, &context, unix_now(), session.history().len() as u64)?;
+        }
+        self.index.set_archived(key, unix_now())?;
+        Ok(Archived { memories: saved })
+    }
+
+    async fn refresh_bulletins(&self) -> Result<usize> {
+        let mut refreshed = 0;
+        for context in &self.contexts {
+            if self.refresh_bulletin(context).await? {
+                refreshed += 1;
+            }
+        }
+        Ok(refreshed)
+    }
+
+    /// Rewrites the bulletin of `context` unless its memories are unchanged since the
+    /// last one; returns whether it was rewritten.
+    pub async fn refresh_bulletin(&self, context: &str) -> Result<bool> {
+        let fingerprint = self.memories.fingerprint(context).await?;
+        if let Some(cached) = self.bulletins.get(context)?
+            && cached.fingerprint == fingerprint
+        {
+            return Ok(false);
+        }
+        let mut lines = Vec::new();
+        for kind in
+            [MemoryType::Identity, MemoryType::Preference, MemoryType::Decision, MemoryType::Todo, MemoryType::Fact]
+        {
+            let filter = ListFilter { types: vec![kind], limit: 12, offset: 0 };
+            for memory in self.memories.list(context, filter).await? {
+                lines.push(format!("- [{} {:.1}] {}", kind.as_str(), memory.importance, memory.content));
+            }
+        }
+        let content = if lines.is_empty() {
+            String::new()
+        } else {
+            let request = CompletionRequest {
+                model: self.model.clone(),
+                system: BULLETIN_PROMPT.load(self.workspace.as_ref()),
+                messages: vec![ChatMessage::user(format!("Memories:\n{}", lines.join("\n")))],
+                tools: Vec::new(),
+                max_tokens: 400,
+                temperature: Some(0.2),
+                stream: false,
+            };
+            let completion =
+                self.provider.complete_boxed(&request, &NoopSink).await.context("can't write the memory bulletin")?;
+            completion.content.trim().to_owned()
+        };
+        self.bulletins.put(context, &Bulletin { content, fingerprint, generated_at: unix_now() })?;
+        Ok(true)
+    }
+}
+
+/// Parses `90s`, `30m`, `24h`, `7d` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|character: char| !character.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return None,
+    };
+    number.checked_mul(seconds).map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("24h"), Some(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2d"), Some(Duration::from_secs(172_800)));
+        assert_eq!(parse_duration("15"), Some(Duration::from_secs(15)));
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("5 weeks"), None);
+    }
+}
