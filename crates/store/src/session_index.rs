@@ -1,0 +1,211 @@
+//! `SqliteSessionIndex`: which sessions exist, their context, whether they are active
+//! or archived, and when they last saw activity — for the idle-archiving job and listings.
+
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::database::{Database, DatabaseError};
+
+/// Whether a session is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStatus {
+    /// Receiving messages.
+    Active,
+    /// Idle long enough to have been archived; new activity resumes it.
+    Archived,
+}
+
+impl SessionStatus {
+    /// Name as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Archived => "archived",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        [Self::Active, Self::Archived].into_iter().find(|status| status.as_str() == name)
+    }
+}
+
+/// One session of the index. Times are Unix seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionIndexEntry {
+    /// Session key.
+    pub key: String,
+    /// Context the session belongs to.
+    pub context: String,
+    /// Active or archived.
+    pub status: SessionStatus,
+    /// First activity.
+    pub created_at: i64,
+    /// Last activity (or archiving).
+    pub updated_at: i64,
+    /// When it was archived, while it is.
+    pub archived_at: Option<i64>,
+    /// Messages recorded so far.
+    pub message_count: u64,
+}
+
+/// What recording activity did to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// The session was not indexed yet.
+    Started,
+    /// The session was active.
+    Continued,
+    /// The session was archived and is active again.
+    Resumed,
+}
+
+/// The result of [`SqliteSessionIndex::record_activity`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedActivity {
+    /// What happened to the session.
+    pub activity: Activity,
+    /// The session after the change.
+    pub entry: SessionIndexEntry,
+}
+
+/// The session index in the shared database. Calls block.
+#[derive(Debug, Clone)]
+pub struct SqliteSessionIndex {
+    database: Database,
+}
+
+const COLUMNS: &str = "key, context, status, created_at, updated_at, archived_at, message_count";
+
+fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionIndexEntry> {
+    let status: String = row.get(2)?;
+    let status = SessionStatus::parse(&status).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, format!("unknown status {status:?}").into())
+    })?;
+    let message_count: i64 = row.get(6)?;
+    Ok(SessionIndexEntry {
+        key: row.get(0)?,
+        context: row.get(1)?,
+        status,
+        created_at: row.get(3)?,
+        updated_at: row.get(4)?,
+        archived_at: row.get(5)?,
+        message_count: u64::try_from(message_count).unwrap_or(0),
+    })
+}
+
+impl SqliteSessionIndex {
+    /// An index over `database`.
+    pub fn new(database: Database) -> Self {
+        Self { database }
+    }
+
+    /// Records `messages_added` messages in session `key` at `at_unix`: indexes a new
+    /// session as active, and makes an archived one active again.
+    pub fn record_activity(
+        &self,
+        key: &str,
+        context: &str,
+        at_unix: i64,
+        messages_added: u64,
+    ) -> Result<RecordedActivity, DatabaseError> {
+        let action = "record session activity";
+        let added = i64::try_from(messages_added).unwrap_or(i64::MAX);
+        self.database.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(DatabaseError::query(action))?;
+            let previous: Option<String> = transaction
+                .prepare_cached("SELECT status FROM sessions WHERE key = ?1")
+                .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
+                .map_err(DatabaseError::query(action))?;
+            let activity = match previous.as_deref().and_then(SessionStatus::parse) {
+                None => Activity::Started,
+                Some(SessionStatus::Active) => Activity::Continued,
+                Some(SessionStatus::Archived) => Activity::Resumed,
+            };
+            let entry = transaction
+                .prepare_cached(&format!(
+                    "INSERT INTO sessions (key, context, status, created_at, updated_at, archived_at, message_count) \
+                     VALUES (?1, ?2, 'active', ?3, ?3, NULL, ?4) \
+                     ON CONFLICT (key) DO UPDATE SET status = 'active', archived_at = NULL, \
+                     updated_at = max(updated_at, excluded.updated_at), \
+                     message_count = message_count + excluded.message_count \
+                     RETURNING {COLUMNS}"
+                ))
+                .and_then(|mut statement| statement.query_row(params![key, context, at_unix, added], entry_from_row))
+                .map_err(DatabaseError::query(action))?;
+            transaction.commit().map_err(DatabaseError::query(action))?;
+            Ok(RecordedActivity { activity, entry })
+        })
+    }
+
+    /// Marks session `key` archived at `at_unix`; false when it is not indexed.
+    pub fn set_archived(&self, key: &str, at_unix: i64) -> Result<bool, DatabaseError> {
+        self.database
+            .with_connection(|connection| {
+                connection
+                    .prepare_cached(
+                        "UPDATE sessions SET status = 'archived', archived_at = ?2, \
+                         updated_at = max(updated_at, ?2) WHERE key = ?1",
+                    )?
+                    .execute(params![key, at_unix])
+            })
+            .map(|changed| changed > 0)
+            .map_err(DatabaseError::query("archive a session"))
+    }
+
+    /// The session `key`, if indexed.
+    pub fn get(&self, key: &str) -> Result<Option<SessionIndexEntry>, DatabaseError> {
+        self.database
+            .with_connection(|connection| {
+                connection
+                    .prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE key = ?1"))?
+                    .query_row([key], entry_from_row)
+                    .optional()
+            })
+            .map_err(DatabaseError::query("read a session"))
+    }
+
+    /// Every indexed session, most recently updated first.
+    pub fn list(&self) -> Result<Vec<SessionIndexEntry>, DatabaseError> {
+        self.query("list sessions", &format!("SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, key"), [])
+    }
+
+    /// Active sessions last updated before `before_unix`, least recently updated first.
+    pub fn idle(&self, before_unix: i64) -> Result<Vec<SessionIndexEntry>, DatabaseError> {
+        self.query(
+            "list idle sessions",
+            &format!(
+                "SELECT {COLUMNS} FROM sessions WHERE status = 'active' AND updated_at < ?1 ORDER BY updated_at, key"
+            ),
+            [before_unix],
+        )
+    }
+
+    fn query(
+        &self,
+        action: &'static str,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<Vec<SessionIndexEntry>, DatabaseError> {
+        self.database
+            .with_connection(|connection| {
+                let mut statement = connection.prepare_cached(sql)?;
+                let rows = statement.query_map(parameters, entry_from_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(DatabaseError::query(action))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_round_trip_through_their_names() {
+        for status in [SessionStatus::Active, SessionStatus::Archived] {
+            assert_eq!(SessionStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(SessionStatus::parse("deleted"), None);
+    }
+}
