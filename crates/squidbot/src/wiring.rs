@@ -175,13 +175,19 @@ impl Environment {
         registry
     }
 
+    /// Wires the assistant agent for a conversation, failing before anything is written
+    /// to a session when the model can't be called (unknown provider, missing key).
+    pub fn ready_assistant(&self, override_model: Option<&str>, stream: bool, channel: &str) -> Result<Agent> {
+        let model = self.assistant_model(override_model)?;
+        self.router()?.check_model(&model)?;
+        self.assistant(override_model, stream, channel)
+    }
+
     /// Wires the assistant agent.
     pub fn assistant(&self, override_model: Option<&str>, stream: bool, channel: &str) -> Result<Agent> {
         let config = self.config();
         let model = self.assistant_model(override_model)?;
         let router = self.router()?;
-        // Fail before anything is written to the session: unknown provider, missing key.
-        router.check_model(&model)?;
         let context_window = router.context_window(&model).unwrap_or(config.llm.context_window);
         let workspace = self.workspace();
         std::fs::create_dir_all(&workspace)

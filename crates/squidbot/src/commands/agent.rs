@@ -37,7 +37,7 @@ pub fn one_shot(
     if message.trim().is_empty() {
         anyhow::bail!("can't send an empty message");
     }
-    let agent = environment.assistant(arguments.model.as_deref(), false, "cli")?;
+    let agent = environment.ready_assistant(arguments.model.as_deref(), false, "cli")?;
     runtime.block_on(async {
         let (mut session, warnings) = agent.open_session(&arguments.session).await?;
         for warning in warnings {

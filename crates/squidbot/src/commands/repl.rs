@@ -126,7 +126,7 @@ fn read_input(editor: &mut DefaultEditor) -> Result<Option<String>, ReadlineErro
 
 /// Runs the REPL until `/quit` or end of input.
 pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::runtime::Runtime) -> Result<ExitCode> {
-    let agent = environment.assistant(arguments.model.as_deref(), true, "cli")?;
+    let agent = environment.ready_assistant(arguments.model.as_deref(), true, "cli")?;
     let (mut session, warnings) = runtime.block_on(agent.open_session(&arguments.session))?;
     for warning in warnings {
         eprintln!("warning: session {}: {warning}", arguments.session);
