@@ -456,3 +456,6 @@ impl Memories {
         Ok(count)
     }
 }
+
+#[cfg(test)]
+mod tests;
