@@ -137,8 +137,7 @@ impl Database {
         }
         extension::register_vector_extension().map_err(|reason| open_error(path, reason))?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut connection =
-            Connection::open_with_flags(path, flags).map_err(|error| classify(path, &error))?;
+        let mut connection = Connection::open_with_flags(path, flags).map_err(|error| classify(path, &error))?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(|error| classify(path, &error))?;
         check_identity(&connection, path)?;
         configure(&connection).map_err(|error| classify(path, &error))?;
@@ -175,16 +174,15 @@ impl Database {
 
 /// Reads a `meta` value.
 pub(crate) fn read_meta(connection: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
-    connection
-        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
-        .query_row([key], |row| row.get(0))
-        .optional()
+    connection.prepare_cached("SELECT value FROM meta WHERE key = ?1")?.query_row([key], |row| row.get(0)).optional()
 }
 
 /// Writes a `meta` value.
 pub(crate) fn write_meta(connection: &Connection, key: &str, value: &str) -> rusqlite::Result<()> {
     connection
-        .prepare_cached("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")?
+        .prepare_cached(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )?
         .execute([key, value])?;
     Ok(())
 }
@@ -240,9 +238,6 @@ fn configure(connection: &Connection) -> rusqlite::Result<()> {
     connection.pragma_update(None, "foreign_keys", "ON")?;
     connection.pragma_update(None, "cache_size", -CACHE_KIB)?;
     connection.pragma_update(None, "temp_store", "MEMORY")?;
-    if let Ok(pages) = std::env::var("SQUIDBOT_WAL_AUTOCHECKPOINT") {
-        connection.pragma_update(None, "wal_autocheckpoint", pages)?;
-    }
     // `mmap_size` answers with the size granted (or nothing when mmap is unavailable).
     let mut statement = connection.prepare(&format!("PRAGMA mmap_size = {MMAP_BYTES}"))?;
     let mut rows = statement.query([])?;

@@ -12,8 +12,8 @@ use squidbot_core::memory::{ListFilter, MemoryError, MemoryStats, MemoryStore, M
 use squidbot_types::memory::{LinkKind, Memory, MemoryLink, NewMemory};
 
 use crate::database::Database;
-use text_search::TermFrequencies;
 use rows::{MEMORY_COLUMNS, ids_json, link_kind, query_memories, tags_json};
+use text_search::TermFrequencies;
 
 /// Long-term memories in SQLite. Cheap to clone; all clones share the connection.
 #[derive(Debug, Clone)]
@@ -57,9 +57,8 @@ impl SqliteMemoryStore {
         work: impl FnOnce(&Connection) -> Result<T, MemoryError>,
     ) -> Result<T, MemoryError> {
         self.database.with_connection(|connection| {
-            let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(store_error(action))?;
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error(action))?;
             let value = work(&transaction)?;
             transaction.commit().map_err(store_error(action))?;
             Ok(value)
@@ -92,14 +91,14 @@ fn check_embedding(embedding: Option<&[f32]>) -> Result<(), MemoryError> {
 fn add_links(connection: &Connection, context: &str, source: i64, links: &[MemoryLink]) -> Result<(), MemoryError> {
     for link in links {
         if link.target == source {
-            return Err(MemoryError::Invalid(format!("memory {source} can't link to itself")));
+            return Err(MemoryError::Invalid(format!("memory {source} would link to itself")));
         }
         let exists = connection
             .prepare_cached("SELECT 1 FROM memories WHERE id = ?1 AND context = ?2")
             .and_then(|mut statement| statement.exists(params![link.target, context]))
             .map_err(store_error("link"))?;
         if !exists {
-            return Err(MemoryError::Invalid(format!("can't link to memory {}: there is no such memory", link.target)));
+            return Err(MemoryError::Invalid(format!("the linked memory {} does not exist here", link.target)));
         }
         connection
             .prepare_cached("INSERT OR IGNORE INTO memory_links (source, target, kind) VALUES (?1, ?2, ?3)")
@@ -109,13 +108,21 @@ fn add_links(connection: &Connection, context: &str, source: i64, links: &[Memor
     Ok(())
 }
 
+/// Memories in `context` and changes made to them so far (kept by triggers).
+pub(super) fn context_counts(connection: &Connection, context: &str) -> rusqlite::Result<(u64, u64)> {
+    let counts: Option<(i64, i64)> = connection
+        .prepare_cached("SELECT memories, changes FROM memory_contexts WHERE context = ?1")?
+        .query_row([context], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let (memories, changes) = counts.unwrap_or((0, 0));
+    Ok((u64::try_from(memories).unwrap_or(0), u64::try_from(changes).unwrap_or(0)))
+}
+
 /// The memories of `context` whose normalized text is exactly `normalized`.
 fn same_normalized(connection: &Connection, context: &str, normalized: &str) -> rusqlite::Result<Vec<Memory>> {
     query_memories(
         connection,
-        &format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.context = ?1 AND m.normalized = ?2"
-        ),
+        &format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.context = ?1 AND m.normalized = ?2"),
         params![context, normalized],
     )
     .map(|mut memories| {
@@ -155,7 +162,7 @@ impl MemoryStore for SqliteMemoryStore {
                 .map_err(store_error("save"))?;
             add_links(connection, &memory.context, id, &memory.links)?;
             if let Some(embedding) = embedding {
-                vectors::store(connection, id, &memory.context, embedding).map_err(store_error("save"))?;
+                vectors::insert(connection, id, &memory.context, embedding).map_err(store_error("save"))?;
             }
             Ok(id)
         })
@@ -194,7 +201,7 @@ impl MemoryStore for SqliteMemoryStore {
             }
             add_links(connection, context, id, &update.links)?;
             if let Some(embedding) = embedding {
-                vectors::store(connection, id, context, embedding).map_err(store_error("update"))?;
+                vectors::replace(connection, id, context, embedding).map_err(store_error("update"))?;
             }
             Ok(())
         })
@@ -256,8 +263,8 @@ impl MemoryStore for SqliteMemoryStore {
                      WHERE l.{side} IN (SELECT value FROM json_each(?1)) AND s.context = ?2 AND t.context = ?2"
                 )
             };
-            let mut statement = connection
-                .prepare_cached(&format!("{} UNION {} ORDER BY 1, 2, 3", half("source"), half("target")))?;
+            let mut statement =
+                connection.prepare_cached(&format!("{} UNION {} ORDER BY 1, 2, 3", half("source"), half("target")))?;
             let rows = statement
                 .query_map(params![ids_json(ids), context], |row| Ok((row.get(0)?, link_kind(row, 1)?, row.get(2)?)))?;
             rows.collect()
@@ -337,24 +344,19 @@ impl MemoryStore for SqliteMemoryStore {
 
     fn fingerprint(&self, context: &str) -> Result<String, MemoryError> {
         self.read("fingerprint", |connection| {
-            let (count, latest): (i64, Option<i64>) = connection
-                .prepare_cached("SELECT count(*), max(updated_at) FROM memories WHERE context = ?1")?
-                .query_row([context], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            let changes: Option<i64> = connection
-                .prepare_cached("SELECT counter FROM memory_changes WHERE context = ?1")?
-                .query_row([context], |row| row.get(0))
-                .optional()?;
-            Ok(format!("{count}-{}-{}", latest.unwrap_or(0), changes.unwrap_or(0)))
+            let (count, changes) = context_counts(connection, context)?;
+            let latest: Option<i64> = connection
+                .prepare_cached("SELECT max(updated_at) FROM memories WHERE context = ?1")?
+                .query_row([context], |row| row.get(0))?;
+            Ok(format!("{count}-{}-{changes}", latest.unwrap_or(0)))
         })
     }
 
     fn stats(&self, context: &str) -> Result<MemoryStats, MemoryError> {
         self.read("count", |connection| {
-            let memories: i64 = connection
-                .prepare_cached("SELECT count(*) FROM memories WHERE context = ?1")?
-                .query_row([context], |row| row.get(0))?;
+            let (memories, _) = context_counts(connection, context)?;
             let with_vectors = vectors::count(connection, context)?;
-            Ok(MemoryStats { memories: u64::try_from(memories).unwrap_or(0), with_vectors })
+            Ok(MemoryStats { memories, with_vectors })
         })
     }
 
@@ -367,7 +369,7 @@ impl MemoryStore for SqliteMemoryStore {
         self.write("store vectors of", |connection| {
             let context = vectors::context_of(connection, id).map_err(store_error("store vectors of"))?;
             let Some(context) = context else { return Err(MemoryError::NotFound { id }) };
-            vectors::store(connection, id, &context, embedding).map_err(store_error("store vectors of"))
+            vectors::replace(connection, id, &context, embedding).map_err(store_error("store vectors of"))
         })
     }
 }

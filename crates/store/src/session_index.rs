@@ -78,7 +78,11 @@ const COLUMNS: &str = "key, context, status, created_at, updated_at, archived_at
 fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionIndexEntry> {
     let status: String = row.get(2)?;
     let status = SessionStatus::parse(&status).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, format!("unknown status {status:?}").into())
+        rusqlite::Error::FromSqlConversionFailure(
+            2,
+            rusqlite::types::Type::Text,
+            format!("unknown status {status:?}").into(),
+        )
     })?;
     let message_count: i64 = row.get(6)?;
     Ok(SessionIndexEntry {

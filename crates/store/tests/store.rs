@@ -1,4 +1,20 @@
-//! Integration tests of squidbot-store against real temporary directories.
+//! Integration tests of squidbot-store against real temporary directories and
+//! database files.
+
+#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] fail loudly")]
+
+#[path = "store/crash.rs"]
+mod crash;
+#[path = "store/database.rs"]
+mod database;
+#[path = "store/documents.rs"]
+mod documents;
+#[path = "store/ledgers.rs"]
+mod ledgers;
+#[path = "store/memories.rs"]
+mod memories;
+#[path = "store/vectors.rs"]
+mod vectors;
 
 use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};

@@ -16,8 +16,14 @@ struct Migration {
 
 /// Every migration in order. Append only: a migration that has been committed is never
 /// edited, because databases that already applied it would not see the change.
-const MIGRATIONS: &[Migration] =
-    &[Migration { number: 1, file: "0001_initial.sql", sql: include_str!("../../migrations/0001_initial.sql") }];
+const MIGRATIONS: &[Migration] = &[
+    Migration { number: 1, file: "0001_initial.sql", sql: include_str!("../../migrations/0001_initial.sql") },
+    Migration {
+        number: 2,
+        file: "0002_memory_contexts.sql",
+        sql: include_str!("../../migrations/0002_memory_contexts.sql"),
+    },
+];
 
 /// Schema version this build writes (and the newest it can open).
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -57,6 +63,40 @@ mod tests {
             assert!(migration.file.ends_with(".sql"));
         }
         assert_eq!(SCHEMA_VERSION, MIGRATIONS.last().unwrap().number);
+    }
+
+    #[test]
+    fn schema_two_carries_counts_and_change_counters_over() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("squidbot.db");
+        let mut connection = Connection::open(&path).unwrap();
+        connection.execute_batch(MIGRATIONS[0].sql).unwrap();
+        connection.pragma_update(None, "user_version", 1).unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO memories (id, context, type, content, importance, source, created_at, updated_at, normalized)
+                 VALUES (1, 'a', 'fact', 'one', 0.5, 't', 0, 0, 'one'), (2, 'a', 'fact', 'two', 0.5, 't', 0, 0, 'two'),
+                        (3, 'b', 'fact', 'three', 0.5, 't', 0, 0, 'three');
+                 UPDATE memories SET content = 'uno', updated_at = 1 WHERE id = 1;
+                 DELETE FROM memories WHERE id = 3;",
+            )
+            .unwrap();
+        apply(&mut connection, &path).unwrap();
+        let mut statement =
+            connection.prepare("SELECT context, memories, changes FROM memory_contexts ORDER BY context").unwrap();
+        let rows: Vec<(String, i64, i64)> = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows, vec![("a".to_owned(), 2, 3), ("b".to_owned(), 0, 2)]);
+        connection.execute("DELETE FROM memories WHERE id = 2", []).unwrap();
+        let counts: (i64, i64) = connection
+            .query_row("SELECT memories, changes FROM memory_contexts WHERE context = 'a'", [], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(counts, (1, 4));
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub(super) fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
     let kind: String = row.get(2)?;
     let kind = MemoryType::parse(&kind).ok_or_else(|| conversion_error(2, format!("unknown memory type {kind:?}")))?;
     let tags: String = row.get(5)?;
-    let tags = serde_json::from_str(&tags).map_err(|error| conversion_error(5, format!("tags are not a list: {error}")))?;
+    let tags =
+        serde_json::from_str(&tags).map_err(|error| conversion_error(5, format!("tags are not a list: {error}")))?;
     let importance: f64 = row.get(4)?;
     let access_count: i64 = row.get(11)?;
     Ok(Memory {

@@ -30,8 +30,7 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
 /// the text — quotes, `*`, `^`, `:`, `-`, parentheses, `AND`/`OR`/`NOT`/`NEAR` — is
 /// only ever searched for, never parsed.
 pub(crate) fn match_expression<Word: AsRef<str>>(words: &[Word]) -> Option<String> {
-    let quoted: Vec<String> =
-        words.iter().map(|word| format!("\"{}\"", word.as_ref().replace('"', "\"\""))).collect();
+    let quoted: Vec<String> = words.iter().map(|word| format!("\"{}\"", word.as_ref().replace('"', "\"\""))).collect();
     (!quoted.is_empty()).then(|| quoted.join(" OR "))
 }
 
@@ -85,9 +84,8 @@ impl TermFrequencies {
         if words.len() <= 1 {
             return Ok(words);
         }
-        let size: i64 = connection
-            .prepare_cached("SELECT coalesce(max(id), 0) FROM memories")?
-            .query_row([], |row| row.get(0))?;
+        let size: i64 =
+            connection.prepare_cached("SELECT coalesce(max(id), 0) FROM memories")?.query_row([], |row| row.get(0))?;
         let size = u64::try_from(size).unwrap_or(0);
         let mut counted = Vec::with_capacity(words.len());
         for word in words {
@@ -159,6 +157,38 @@ mod tests {
     fn long_queries_are_capped() {
         let text: Vec<String> = (0..500).map(|index| format!("word{index}")).collect();
         assert_eq!(query_words(&text.join(" ")).len(), MAX_QUERY_WORDS);
+    }
+
+    #[test]
+    fn the_most_common_words_are_left_out_past_the_budget() {
+        use squidbot_core::memory::MemoryStore;
+        use squidbot_types::memory::{MemoryType, NewMemory};
+
+        let directory = tempfile::tempdir().unwrap();
+        let database = crate::Database::open(&directory.path().join("squidbot.db")).unwrap();
+        let store = crate::SqliteMemoryStore::new(database.clone());
+        for index in 0..30 {
+            let content = if index == 0 { "the rare zebra".to_owned() } else { format!("the common note {index}") };
+            let memory = NewMemory {
+                context: "c".into(),
+                kind: MemoryType::Fact,
+                content,
+                importance: 0.5,
+                tags: Vec::new(),
+                source: "test".into(),
+                expires_at: None,
+                links: Vec::new(),
+            };
+            store.insert(&memory, None, 0).unwrap();
+        }
+        let terms = TermFrequencies::default();
+        database.with_connection(|connection| {
+            assert_eq!(terms.select(connection, "the zebra", 10).unwrap(), vec!["zebra".to_owned()]);
+            assert_eq!(terms.select(connection, "the zebra", 100).unwrap(), vec!["zebra".to_owned(), "the".to_owned()]);
+            // The rarest word is kept even over the budget.
+            assert_eq!(terms.select(connection, "the", 1).unwrap(), vec!["the".to_owned()]);
+            assert_eq!(terms.select(connection, "the common", 1).unwrap(), vec!["common".to_owned()]);
+        });
     }
 
     #[test]

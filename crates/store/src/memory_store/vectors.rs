@@ -1,5 +1,16 @@
 //! Memory vectors in sqlite-vec's `vec0` table: created on the first vector, rebuilt
 //! when the dimension changes, searched by cosine distance within a context.
+//!
+//! Each vector is stored twice: as `f32`s (`embedding`) and as one sign bit per
+//! dimension (`embedding_bits`). sqlite-vec compares `f32` vectors with scalar code
+//! (its SIMD paths are not compiled by the crate), ~0.55 µs per 384-dimension vector:
+//! contexts of up to [`EXACT_SEARCH_LIMIT`] memories are searched exactly, but 100,000
+//! would take 55 ms. Larger contexts scan the bits instead (Hamming distance, 32 times
+//! less data) for `OVERSAMPLE` candidates per result and rank those by exact cosine
+//! distance. Trade-off: that search misses true neighbours whose sign pattern happens
+//! to be far from the query's (the benchmark prints how many), and vectors take 1/32
+//! more space. Dimensions not divisible by 8 have no bit column and are always searched
+//! exactly.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use squidbot_core::memory::Ranked;
@@ -12,9 +23,25 @@ pub(crate) const DIMENSIONS_KEY: &str = "vector_dimensions";
 /// Largest `k` sqlite-vec accepts in a KNN query.
 const MAX_NEIGHBOURS: usize = 4096;
 
+/// Candidates read from the bit vectors per result wanted. sqlite-vec 0.1.9 selects
+/// the nearest `k` of each 1,024-vector chunk by repeated minimum search, `k × 1024`
+/// steps per chunk, so over 100,000 vectors each extra 50 candidates (re-ranked by
+/// cosine) add ~7 ms to a search: measured at 100,000 memories, 1× gives 12 ms hybrid
+/// recall p50 and finds 51 % of the true 10 nearest, 2× 19 ms / 62 %, 4× 34 ms / 73 %.
+const OVERSAMPLE: usize = 1;
+
+/// Contexts with at most this many memories are searched exactly: ~0.55 µs a vector,
+/// so ≤ 11 ms.
+const EXACT_SEARCH_LIMIT: u64 = 20_000;
+
 /// Dimension of the stored vectors, `None` before the first vector.
 pub(super) fn dimensions(connection: &Connection) -> rusqlite::Result<Option<usize>> {
     Ok(read_meta(connection, DIMENSIONS_KEY)?.and_then(|value| value.parse().ok()))
+}
+
+/// Whether vectors of `dimensions` get a bit column (sqlite-vec needs whole bytes).
+fn has_bits(dimensions: usize) -> bool {
+    dimensions.is_multiple_of(8)
 }
 
 /// Makes sure `memory_vectors` holds vectors of `wanted` dimensions, creating it or —
@@ -35,12 +62,12 @@ fn ensure_table(connection: &Connection, wanted: usize) -> rusqlite::Result<()> 
         }
         None => {}
     }
+    let bits = if has_bits(wanted) { format!(", embedding_bits BIT[{wanted}]") } else { String::new() };
     connection.execute_batch(&format!(
         "CREATE VIRTUAL TABLE memory_vectors USING vec0 (
              memory_id INTEGER PRIMARY KEY,
              context TEXT PARTITION KEY,
-             embedding FLOAT[{wanted}] distance_metric=cosine,
-             embedding_bits BIT[{wanted}]
+             embedding FLOAT[{wanted}] distance_metric=cosine{bits}
          );
          CREATE TRIGGER memory_vectors_after_delete AFTER DELETE ON memories BEGIN
              DELETE FROM memory_vectors WHERE memory_id = old.id;
@@ -54,17 +81,25 @@ fn blob(embedding: &[f32]) -> Vec<u8> {
     embedding.iter().flat_map(|value| value.to_le_bytes()).collect()
 }
 
-/// Stores (or replaces) the vector of memory `id` of `context`. Run inside a transaction.
-pub(super) fn store(connection: &Connection, id: i64, context: &str, embedding: &[f32]) -> rusqlite::Result<()> {
+/// Stores the vector of a new memory `id` of `context`. Run inside a transaction.
+pub(super) fn insert(connection: &Connection, id: i64, context: &str, embedding: &[f32]) -> rusqlite::Result<()> {
     ensure_table(connection, embedding.len())?;
-    connection.prepare_cached("DELETE FROM memory_vectors WHERE memory_id = ?1")?.execute([id])?;
-    connection
-        .prepare_cached(
-            "INSERT INTO memory_vectors (memory_id, context, embedding, embedding_bits) \
-             VALUES (?1, ?2, ?3, vec_quantize_binary(?3))",
-        )?
-        .execute(params![id, context, blob(embedding)])?;
+    let sql = if has_bits(embedding.len()) {
+        "INSERT INTO memory_vectors (memory_id, context, embedding, embedding_bits) \
+         VALUES (?1, ?2, ?3, vec_quantize_binary(?3))"
+    } else {
+        "INSERT INTO memory_vectors (memory_id, context, embedding) VALUES (?1, ?2, ?3)"
+    };
+    connection.prepare_cached(sql)?.execute(params![id, context, blob(embedding)])?;
     Ok(())
+}
+
+/// Stores or replaces the vector of memory `id` of `context`. Run inside a transaction.
+pub(super) fn replace(connection: &Connection, id: i64, context: &str, embedding: &[f32]) -> rusqlite::Result<()> {
+    if dimensions(connection)?.is_some() {
+        connection.prepare_cached("DELETE FROM memory_vectors WHERE memory_id = ?1")?.execute([id])?;
+    }
+    insert(connection, id, context, embedding)
 }
 
 /// The `limit` vectors of `context` nearest to `embedding`, nearest first, with their
@@ -78,21 +113,42 @@ pub(super) fn nearest(
     if limit == 0 || dimensions(connection)? != Some(embedding.len()) {
         return Ok(Vec::new());
     }
-    let neighbours = i64::try_from(limit.min(MAX_NEIGHBOURS)).unwrap_or(0);
-    let variant = std::env::var("SQUIDBOT_VARIANT").unwrap_or_default();
-    let sql = if variant == "coarse_only" {
-        "SELECT memory_id, distance FROM memory_vectors \
-         WHERE embedding_bits MATCH vec_quantize_binary(?1) AND k = ?2 * ?4 AND context = ?3 AND ?4 > 0"
-    } else if variant == "exact" {
-        "SELECT memory_id, distance FROM memory_vectors \
-         WHERE embedding MATCH ?1 AND k = ?2 AND context = ?3 AND ?4 > 0"
-    } else {
-        "SELECT memory_id, vec_distance_cosine(embedding, ?1) FROM memory_vectors \
-         WHERE embedding_bits MATCH vec_quantize_binary(?1) AND k = ?2 * ?4 AND context = ?3"
+    let (memories, _) = super::context_counts(connection, context)?;
+    let strategy =
+        if has_bits(embedding.len()) && memories > EXACT_SEARCH_LIMIT { Search::Bits } else { Search::Exact };
+    search(connection, context, embedding, limit, strategy)
+}
+
+/// How [`nearest`] finds neighbours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Search {
+    /// Cosine distance to every vector of the context.
+    Exact,
+    /// Hamming distance of the sign bits, then cosine distance of the candidates.
+    Bits,
+}
+
+fn search(
+    connection: &Connection,
+    context: &str,
+    embedding: &[f32],
+    limit: usize,
+    strategy: Search,
+) -> rusqlite::Result<Vec<Ranked>> {
+    let (sql, candidates) = match strategy {
+        Search::Exact => (
+            "SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ?1 AND k = ?2 AND context = ?3",
+            limit,
+        ),
+        Search::Bits => (
+            "SELECT memory_id, vec_distance_cosine(embedding, ?1) FROM memory_vectors \
+             WHERE embedding_bits MATCH vec_quantize_binary(?1) AND k = ?2 AND context = ?3",
+            limit.saturating_mul(OVERSAMPLE),
+        ),
     };
+    let candidates = i64::try_from(candidates.min(MAX_NEIGHBOURS)).unwrap_or(0);
     let mut statement = connection.prepare_cached(sql)?;
-    let oversample: i64 = std::env::var("SQUIDBOT_OVERSAMPLE").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let rows = statement.query_map(params![blob(embedding), neighbours, context, oversample], |row| {
+    let rows = statement.query_map(params![blob(embedding), candidates, context], |row| {
         Ok(Ranked { id: row.get(0)?, score: row.get(1)? })
     })?;
     let mut ranked = rows.collect::<rusqlite::Result<Vec<_>>>()?;
@@ -116,8 +172,9 @@ pub(super) fn count(connection: &Connection, context: &str) -> rusqlite::Result<
 pub(super) fn missing(connection: &Connection, limit: usize) -> rusqlite::Result<Vec<(i64, String)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let sql = if dimensions(connection)?.is_some() {
+        // NOT IN reads the vector ids once; a per-row lookup would load each vector.
         "SELECT m.id, m.content FROM memories m \
-         WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) ORDER BY m.id LIMIT ?1"
+         WHERE m.id NOT IN (SELECT memory_id FROM memory_vectors) ORDER BY m.id LIMIT ?1"
     } else {
         "SELECT m.id, m.content FROM memories m ORDER BY m.id LIMIT ?1"
     };
@@ -128,5 +185,48 @@ pub(super) fn missing(connection: &Connection, limit: usize) -> rusqlite::Result
 
 /// The context of memory `id`, `None` when there is no such memory.
 pub(super) fn context_of(connection: &Connection, id: i64) -> rusqlite::Result<Option<String>> {
-    connection.prepare_cached("SELECT context FROM memories WHERE id = ?1")?.query_row([id], |row| row.get(0)).optional()
+    connection
+        .prepare_cached("SELECT context FROM memories WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))
+        .optional()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::database::Database;
+
+    fn unit(values: &[f32]) -> Vec<f32> {
+        let norm = values.iter().map(|value| value * value).sum::<f32>().sqrt();
+        values.iter().map(|value| value / norm).collect()
+    }
+
+    #[test]
+    fn the_bit_search_ranks_its_candidates_by_exact_cosine_distance() {
+        let directory = tempfile::tempdir().unwrap();
+        let database = Database::open(&directory.path().join("squidbot.db")).unwrap();
+        database.with_connection(|connection| {
+            connection
+                .execute_batch(
+                    "INSERT INTO memories (id, context, type, content, importance, source, created_at, updated_at, normalized)
+                     VALUES (1, 'c', 'fact', 'a', 0.5, 't', 0, 0, 'a'), (2, 'c', 'fact', 'b', 0.5, 't', 0, 0, 'b'),
+                            (3, 'c', 'fact', 'c', 0.5, 't', 0, 0, 'c'), (4, 'd', 'fact', 'd', 0.5, 't', 0, 0, 'd')",
+                )
+                .unwrap();
+            let query = unit(&[1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]);
+            // Same signs as the query, at growing angles from it; 3 has opposite signs.
+            insert(connection, 1, "c", &unit(&[1.0, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2])).unwrap();
+            insert(connection, 2, "c", &query).unwrap();
+            insert(connection, 3, "c", &unit(&[-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0])).unwrap();
+            insert(connection, 4, "d", &query).unwrap();
+            let hits = search(connection, "c", &query, 3, Search::Bits).unwrap();
+            assert_eq!(hits.iter().map(|hit| hit.id).collect::<Vec<_>>(), vec![2, 1, 3]);
+            assert!(hits[0].score.abs() < 1e-5, "{hits:?}");
+            let exact = search(connection, "c", &query, 3, Search::Exact).unwrap();
+            for (bits, exact) in hits.iter().zip(&exact) {
+                assert_eq!(bits.id, exact.id);
+                assert!((bits.score - exact.score).abs() < 1e-5, "{bits:?} {exact:?}");
+            }
+        });
+    }
 }
