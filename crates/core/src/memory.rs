@@ -100,6 +100,18 @@ pub trait MemoryStore: Send + Sync + 'static {
         embedding: Option<&[f32]>,
         now: i64,
     ) -> Result<(), MemoryError>;
+    /// Stores many new memories in one transaction; ids in input order. The default
+    /// inserts one at a time.
+    fn insert_many(&self, memories: &[(NewMemory, Option<Vec<f32>>)], now: i64) -> Result<Vec<i64>, MemoryError> {
+        memories.iter().map(|(memory, embedding)| self.insert(memory, embedding.as_deref(), now)).collect()
+    }
+    /// A memory of `context` whose normalized text equals `normalized` (see [`normalize`]).
+    fn find_same(&self, context: &str, normalized: &str) -> Result<Option<Memory>, MemoryError> {
+        Ok(self
+            .candidates(context, normalized, 5)?
+            .into_iter()
+            .find(|memory| self::normalize(&memory.content) == normalized))
+    }
     /// Memories that might duplicate `content`: same normalized text first, then the
     /// best full-text matches.
     fn candidates(&self, context: &str, content: &str, limit: usize) -> Result<Vec<Memory>, MemoryError>;
@@ -327,6 +339,77 @@ impl Memories {
                 return Ok(SaveOutcome::Updated(existing.id));
             }
             store.insert(&memory, embedding.as_deref(), now).map(SaveOutcome::Created)
+        })
+        .await
+    }
+
+    /// Saves many memories at once (imports, benchmarks): one embedding pass and one
+    /// transaction. Exact rewordings (same words after [`normalize`]) of a stored memory or
+    /// of an earlier one in the batch are merged; the looser near-duplicate rule of
+    /// [`Memories::save`] is not applied, so use `save` for memories one at a time.
+    pub async fn save_many(&self, memories: Vec<NewMemory>) -> Result<Vec<SaveOutcome>, MemoryError> {
+        let mut batch = Vec::with_capacity(memories.len());
+        for memory in memories {
+            let content = memory.content.trim().to_owned();
+            if content.is_empty() {
+                return Err(MemoryError::Invalid("a memory in the batch has empty content".into()));
+            }
+            if !(0.0..=1.0).contains(&memory.importance) || memory.importance.is_nan() {
+                return Err(MemoryError::Invalid(format!("importance {} is outside 0..1", memory.importance)));
+            }
+            batch.push(NewMemory { content, ..memory });
+        }
+        let embeddings: Vec<Option<Vec<f32>>> = match &self.embedder {
+            Some(embedder) => {
+                let texts: Vec<String> = batch.iter().map(|memory| memory.content.clone()).collect();
+                match embedder.embed_boxed(&texts).await {
+                    Ok(vectors) if vectors.len() == texts.len() => vectors.into_iter().map(Some).collect(),
+                    Ok(_) | Err(_) => {
+                        tracing::warn!("can't embed the batch; saving it without vectors");
+                        vec![None; batch.len()]
+                    }
+                }
+            }
+            None => vec![None; batch.len()],
+        };
+        let now = self.now();
+        self.blocking(move |store| {
+            let mut outcomes = vec![SaveOutcome::Created(0); batch.len()];
+            let mut first_of: HashMap<(String, String), usize> = HashMap::new();
+            let mut repeats: Vec<(usize, usize)> = Vec::new();
+            let mut fresh: Vec<(NewMemory, Option<Vec<f32>>)> = Vec::new();
+            let mut fresh_positions = Vec::new();
+            for (position, (memory, embedding)) in batch.into_iter().zip(embeddings).enumerate() {
+                let normalized = normalize(&memory.content);
+                if let Some(existing) = store.find_same(&memory.context, &normalized)? {
+                    let update = MemoryUpdate {
+                        content: memory.content.clone(),
+                        importance: existing.importance.max(memory.importance),
+                        tags: existing.tags.clone(),
+                        expires_at: memory.expires_at,
+                        links: memory.links.clone(),
+                    };
+                    store.update(&memory.context, existing.id, &update, embedding.as_deref(), now)?;
+                    outcomes[position] = SaveOutcome::Updated(existing.id);
+                    continue;
+                }
+                match first_of.get(&(memory.context.clone(), normalized.clone())) {
+                    Some(first) => repeats.push((position, *first)),
+                    None => {
+                        first_of.insert((memory.context.clone(), normalized), position);
+                        fresh_positions.push(position);
+                        fresh.push((memory, embedding));
+                    }
+                }
+            }
+            let ids = store.insert_many(&fresh, now)?;
+            for (position, id) in fresh_positions.into_iter().zip(ids) {
+                outcomes[position] = SaveOutcome::Created(id);
+            }
+            for (position, first) in repeats {
+                outcomes[position] = SaveOutcome::Updated(outcomes[first].id());
+            }
+            Ok(outcomes)
         })
         .await
     }

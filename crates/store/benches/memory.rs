@@ -55,29 +55,51 @@ fn new_memory(words: &Words, random: &mut Random) -> NewMemory {
     }
 }
 
-/// Saves `count` memories through the service; returns the content of each stored id.
+/// Memories per `save_many` call in the bulk measurement.
+const BULK_BATCH: usize = 1_000;
+
+/// Saves `count` memories through the service's bulk path; returns the content of each
+/// stored id.
 async fn insert(memories: &Memories, words: &Words, count: usize) -> Outcome<HashMap<i64, String>> {
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
-    let batch: Vec<NewMemory> = (0..count).map(|_| new_memory(words, &mut random)).collect();
+    let all: Vec<NewMemory> = (0..count).map(|_| new_memory(words, &mut random)).collect();
     let mut saved = HashMap::with_capacity(count);
     let mut merged = 0;
     let started = Instant::now();
-    for memory in batch {
-        let content = memory.content.clone();
-        let outcome = memories.save(memory).await?;
-        if let SaveOutcome::Updated(_) = outcome {
-            merged += 1;
+    for batch in all.chunks(BULK_BATCH) {
+        let outcomes = memories.save_many(batch.to_vec()).await?;
+        for (memory, outcome) in batch.iter().zip(outcomes) {
+            if let SaveOutcome::Updated(_) = outcome {
+                merged += 1;
+            }
+            saved.insert(outcome.id(), memory.content.clone());
         }
-        saved.insert(outcome.id(), content);
     }
     let elapsed = started.elapsed();
     println!(
-        "insert through Memories::save (hybrid: embed + duplicate check + insert): {:.0} memories/s \
-         ({count} saves in {:.1} s, {merged} merged as near-duplicates)",
+        "insert through Memories::save_many (hybrid: embed + exact-duplicate merge + one transaction per \
+         {BULK_BATCH}): {:.0} memories/s ({count} memories in {:.1} s, {merged} merged)",
         count as f64 / elapsed.as_secs_f64(),
         elapsed.as_secs_f64()
     );
     Ok(saved)
+}
+
+/// Saves `count` more memories one at a time (near-duplicate check against the store).
+async fn single_saves(memories: &Memories, words: &Words, count: usize) -> Outcome<()> {
+    let mut random = Random(0x51_6e_67_6c_65);
+    let batch: Vec<NewMemory> = (0..count).map(|_| new_memory(words, &mut random)).collect();
+    let started = Instant::now();
+    for memory in batch {
+        memories.save(memory).await?;
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "insert through Memories::save, one at a time (hybrid: embed + near-duplicate search + insert): \
+         {:.0} memories/s ({count} saves into the full store)",
+        count as f64 / elapsed.as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Inserts `count` memories straight into the store (vectors computed beforehand).
@@ -224,6 +246,7 @@ fn main() -> Outcome<()> {
     let words = Words::new();
     runtime.block_on(async {
         let saved = insert(&hybrid, &words, count).await?;
+        single_saves(&hybrid, &words, (count / 50).max(1)).await?;
         let raw_count = (count / 10).max(1);
         raw_insert(&store, &words, raw_count)?;
         let started = Instant::now();

@@ -66,6 +66,43 @@ impl SqliteMemoryStore {
     }
 }
 
+/// Inserts one memory with its links and vector inside the caller's transaction.
+fn insert_row(
+    connection: &Connection,
+    memory: &NewMemory,
+    embedding: Option<&[f32]>,
+    now: i64,
+) -> Result<i64, MemoryError> {
+    let id = connection
+        .prepare_cached(
+            "INSERT INTO memories (context, type, content, importance, tags, source, expires_at, \
+             created_at, updated_at, access_count, normalized) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, 0, ?9) RETURNING id",
+        )
+        .and_then(|mut statement| {
+            statement.query_row(
+                params![
+                    memory.context,
+                    memory.kind.as_str(),
+                    memory.content,
+                    f64::from(memory.importance),
+                    tags_json(&memory.tags),
+                    memory.source,
+                    memory.expires_at,
+                    now,
+                    normalize(&memory.content),
+                ],
+                |row| row.get::<_, i64>(0),
+            )
+        })
+        .map_err(store_error("save"))?;
+    add_links(connection, &memory.context, id, &memory.links)?;
+    if let Some(embedding) = embedding {
+        vectors::insert(connection, id, &memory.context, embedding).map_err(store_error("save"))?;
+    }
+    Ok(id)
+}
+
 /// Wraps an SQLite error of `action` ("save", "search", …).
 fn store_error(action: &'static str) -> impl Fn(rusqlite::Error) -> MemoryError {
     move |error| MemoryError::Store { action, reason: error.to_string() }
@@ -136,36 +173,23 @@ fn same_normalized(connection: &Connection, context: &str, normalized: &str) -> 
 impl MemoryStore for SqliteMemoryStore {
     fn insert(&self, memory: &NewMemory, embedding: Option<&[f32]>, now: i64) -> Result<i64, MemoryError> {
         check_embedding(embedding)?;
+        self.write("save", |connection| insert_row(connection, memory, embedding, now))
+    }
+
+    fn insert_many(&self, memories: &[(NewMemory, Option<Vec<f32>>)], now: i64) -> Result<Vec<i64>, MemoryError> {
+        for (_, embedding) in memories {
+            check_embedding(embedding.as_deref())?;
+        }
         self.write("save", |connection| {
-            let id = connection
-                .prepare_cached(
-                    "INSERT INTO memories (context, type, content, importance, tags, source, expires_at, \
-                     created_at, updated_at, access_count, normalized) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, 0, ?9) RETURNING id",
-                )
-                .and_then(|mut statement| {
-                    statement.query_row(
-                        params![
-                            memory.context,
-                            memory.kind.as_str(),
-                            memory.content,
-                            f64::from(memory.importance),
-                            tags_json(&memory.tags),
-                            memory.source,
-                            memory.expires_at,
-                            now,
-                            normalize(&memory.content),
-                        ],
-                        |row| row.get::<_, i64>(0),
-                    )
-                })
-                .map_err(store_error("save"))?;
-            add_links(connection, &memory.context, id, &memory.links)?;
-            if let Some(embedding) = embedding {
-                vectors::insert(connection, id, &memory.context, embedding).map_err(store_error("save"))?;
-            }
-            Ok(id)
+            memories
+                .iter()
+                .map(|(memory, embedding)| insert_row(connection, memory, embedding.as_deref(), now))
+                .collect()
         })
+    }
+
+    fn find_same(&self, context: &str, normalized: &str) -> Result<Option<Memory>, MemoryError> {
+        self.read("search", |connection| Ok(same_normalized(connection, context, normalized)?.into_iter().next()))
     }
 
     fn update(

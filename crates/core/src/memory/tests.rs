@@ -187,3 +187,23 @@ async fn a_rewording_updates_instead_of_duplicating_and_bad_input_is_refused() {
     assert!(matches!(memories.save(memory("  ", 0.5, Vec::new())).await, Err(MemoryError::Invalid(_))));
     assert!(matches!(memories.save(memory("x", 1.5, Vec::new())).await, Err(MemoryError::Invalid(_))));
 }
+
+#[tokio::test]
+async fn a_batch_merges_exact_rewordings_within_itself_and_with_the_store() {
+    let store = Arc::new(ListStore::default());
+    let memories = service(store.clone());
+    let stored = memories.save(memory("Likes green tea", 0.5, Vec::new())).await.unwrap().id();
+    let outcomes = memories
+        .save_many(vec![
+            memory("likes GREEN tea!", 0.9, Vec::new()),
+            memory("Owns a bicycle", 0.5, Vec::new()),
+            memory("owns a bicycle.", 0.5, Vec::new()),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0], SaveOutcome::Updated(stored));
+    assert!(matches!(outcomes[1], SaveOutcome::Created(_)));
+    assert_eq!(outcomes[2], SaveOutcome::Updated(outcomes[1].id()));
+    assert_eq!(store.rows.lock().unwrap().len(), 2);
+    assert!(memories.save_many(vec![memory(" ", 0.5, Vec::new())]).await.is_err());
+}

@@ -317,3 +317,26 @@ async fn rewordings_merge_through_the_service_among_many_memories() {
     }
     assert_eq!(store.stats("user:1").unwrap().memories, 600);
 }
+
+#[tokio::test]
+async fn a_bulk_save_is_one_transaction_that_merges_exact_rewordings() {
+    let (_directory, store) = store();
+    let memories = service(&store);
+    let existing = memories.save(memory("owner", "Allergic to peanuts")).await.unwrap().id();
+    let batch = vec![
+        memory("owner", "allergic to PEANUTS."),
+        memory("owner", "Runs every Tuesday"),
+        memory("owner", "runs every tuesday"),
+        memory("group:x", "Runs every Tuesday"),
+    ];
+    let outcomes = memories.save_many(batch).await.unwrap();
+    assert_eq!(outcomes[0], SaveOutcome::Updated(existing));
+    let created = outcomes[1].id();
+    assert!(matches!(outcomes[1], SaveOutcome::Created(_)));
+    assert_eq!(outcomes[2], SaveOutcome::Updated(created));
+    assert!(matches!(outcomes[3], SaveOutcome::Created(id) if id != created), "other contexts never merge");
+    assert_eq!(store.stats("owner").unwrap().memories, 2);
+    assert_eq!(ids(&store, "owner", "tuesday"), vec![created]);
+    assert_eq!(store.find_same("owner", "runs every tuesday").unwrap().map(|memory| memory.id), Some(created));
+    assert!(store.find_same("owner", "runs on mondays").unwrap().is_none());
+}
