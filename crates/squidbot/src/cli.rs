@@ -86,6 +86,12 @@ pub enum MemoryAction {
         #[arg(long)]
         json: bool,
     },
+    /// Import memories from a JSON Lines file: one object per line with `content` and
+    /// optional `type`, `importance`, `tags`. Exact rewordings of stored memories merge.
+    Import {
+        /// The file (`-` reads standard input).
+        file: String,
+    },
     /// Delete a memory.
     Rm {
         /// Its id.

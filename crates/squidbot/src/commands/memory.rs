@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 use serde_json::json;
-use squidbot_core::memory::ListFilter;
+use squidbot_core::memory::{ListFilter, SaveOutcome};
 use squidbot_types::memory::{DEFAULT_IMPORTANCE, Memory, MemoryType, NewMemory};
 
 use crate::cli::MemoryAction;
@@ -16,6 +16,52 @@ fn parse_type(name: &str) -> Result<MemoryType> {
             bail!("unknown memory type {name:?}; use one of {}", names.join(", "))
         }
     }
+}
+
+/// Memories saved per transaction by `memory import`.
+const IMPORT_BATCH: usize = 1_000;
+
+/// One line of an import file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportLine {
+    content: String,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    importance: Option<f32>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// Parses every line first, so a bad line imports nothing and names its line number.
+fn parse_import(text: &str, context: &str) -> Result<Vec<NewMemory>> {
+    let mut batch = Vec::new();
+    for (number, raw) in text.lines().enumerate().filter(|(_, raw)| !raw.trim().is_empty()) {
+        let line_number = number + 1;
+        let line: ImportLine = serde_json::from_str(raw)
+            .map_err(|error| anyhow::anyhow!("line {line_number}: {error}; nothing was imported"))?;
+        let kind = match &line.kind {
+            Some(kind) => parse_type(kind)
+                .map_err(|error| anyhow::anyhow!("line {line_number}: {error}; nothing was imported"))?,
+            None => MemoryType::Fact,
+        };
+        let importance = line.importance.unwrap_or(DEFAULT_IMPORTANCE);
+        if line.content.trim().is_empty() || !(0.0..=1.0).contains(&importance) {
+            bail!("line {line_number}: content must not be empty and importance must be 0..1; nothing was imported");
+        }
+        batch.push(NewMemory {
+            context: context.to_owned(),
+            kind,
+            content: line.content,
+            importance,
+            tags: line.tags,
+            source: "import".into(),
+            expires_at: None,
+            links: Vec::new(),
+        });
+    }
+    Ok(batch)
 }
 
 fn line(memory: &Memory) -> String {
@@ -79,7 +125,7 @@ pub async fn run(environment: &Environment, action: MemoryAction) -> Result<()> 
                     links: Vec::new(),
                 })
                 .await?;
-            let created = matches!(outcome, squidbot_core::memory::SaveOutcome::Created(_));
+            let created = matches!(outcome, SaveOutcome::Created(_));
             if json {
                 println!("{}", json!({"id": outcome.id(), "created": created}));
             } else if created {
@@ -87,6 +133,21 @@ pub async fn run(environment: &Environment, action: MemoryAction) -> Result<()> 
             } else {
                 println!("updated memory #{} (it said nearly the same)", outcome.id());
             }
+        }
+        MemoryAction::Import { file } => {
+            let text = if file == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file).map_err(|error| anyhow::anyhow!("can't read {file}: {error}"))?
+            };
+            let batch = parse_import(&text, context)?;
+            let total = batch.len();
+            let mut merged = 0;
+            for chunk in batch.chunks(IMPORT_BATCH) {
+                let outcomes = memories.save_many(chunk.to_vec()).await?;
+                merged += outcomes.iter().filter(|outcome| matches!(outcome, SaveOutcome::Updated(_))).count();
+            }
+            println!("imported {total} memories ({} new, {merged} merged into existing ones)", total - merged);
         }
         MemoryAction::Rm { id } => {
             memories.delete(context, id).await?;

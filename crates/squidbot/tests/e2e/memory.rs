@@ -270,3 +270,27 @@ async fn a_corrupt_database_is_named_and_transcripts_are_untouched() {
     let run = home.run(&["sessions", "show", "cli:local"]).await.success();
     assert!(run.stdout.contains("hello"), "{}", run.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memories_import_in_bulk_and_a_bad_line_imports_nothing() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    home.run(&["memory", "add", "Allergic to peanuts"]).await.success();
+    let file = home.path().join("memories.jsonl");
+    std::fs::write(
+        &file,
+        "{\"content\": \"allergic to peanuts!\", \"importance\": 0.9}\n\n\
+         {\"content\": \"Prefers trains over planes\", \"type\": \"preference\", \"tags\": [\"travel\"]}\n",
+    )
+    .unwrap();
+    let run = home.run(&["memory", "import", file.to_str().unwrap()]).await.success();
+    assert_eq!(run.stdout.trim(), "imported 2 memories (1 new, 1 merged into existing ones)");
+    let rows = memory_json(&home.run(&["memory", "list", "--json"]).await.success().stdout);
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+
+    std::fs::write(&file, "{\"content\": \"fine\"}\n{\"content\": \"bad\", \"type\": \"gossip\"}\n").unwrap();
+    let run = home.run(&["memory", "import", file.to_str().unwrap()]).await.failure();
+    assert!(run.stderr.contains("line 2") && run.stderr.contains("nothing was imported"), "{}", run.stderr);
+    let rows = memory_json(&home.run(&["memory", "list", "--json"]).await.success().stdout);
+    assert_eq!(rows.as_array().unwrap().len(), 2, "the good first line was not imported either");
+}
