@@ -14,6 +14,7 @@ use crate::provider::ProviderError;
 
 mod document;
 mod fusion;
+pub mod in_memory;
 mod similarity;
 
 pub use document::{DOCUMENT_CAP, DocumentEdit, MemoryDocuments, apply_edit};
