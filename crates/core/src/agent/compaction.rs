@@ -1,0 +1,110 @@
+//! The agent's compaction hooks: applying a finished background summary before a
+//! turn, and checking the context pressure after one.
+
+use squidbot_types::session::EntryBody;
+
+use super::{Agent, AgentError, AgentEvents, estimate_message_tokens};
+use crate::compactor::{self, COMPACTION_PROMPT, Pressure};
+use crate::session::Session;
+
+impl Agent {
+    pub(super) async fn apply_finished_compaction(
+        &self,
+        session: &mut Session,
+        events: &dyn AgentEvents,
+        wait: bool,
+    ) -> Result<(), AgentError> {
+        let job = {
+            let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
+            match jobs.get(session.key()) {
+                Some(job) if wait || job.is_finished() => jobs.remove(session.key()),
+                _ => None,
+            }
+        };
+        let Some(job) = job else { return Ok(()) };
+        let Ok(Some((plan, output))) = job.await else { return Ok(()) };
+        if !session.turn_starts().iter().any(|(_, id)| *id == plan.first_kept) {
+            return Ok(()); // the branch moved on (new conversation, or already compacted)
+        }
+        let body = if output.summary.is_empty() {
+            compactor::truncation(&plan)
+        } else {
+            EntryBody::Compaction {
+                summary: output.summary,
+                first_kept: plan.first_kept.clone(),
+                condensed: plan.condensed,
+                method: plan.pressure.method().to_owned(),
+            }
+        };
+        self.record(session, vec![body]).await?;
+        events.notice(&format!("condensed {} older messages into a summary", plan.condensed));
+        Ok(())
+    }
+
+    pub(super) async fn check_pressure(
+        &self,
+        session: &mut Session,
+        prompt_tokens: u64,
+        events: &dyn AgentEvents,
+    ) -> Result<(), AgentError> {
+        let Some(compaction) = &self.compaction else { return Ok(()) };
+        let window = self.settings.context_window;
+        let pressure = compaction.policy.pressure(prompt_tokens, window);
+        if pressure == Pressure::Low {
+            return Ok(());
+        }
+        let estimated = estimate_message_tokens(&session.history()) as u64;
+        let overhead = prompt_tokens.saturating_sub(estimated);
+        let Some(plan) = compactor::plan(session, window, overhead, pressure) else { return Ok(()) };
+        if pressure == Pressure::Emergency {
+            self.record(session, vec![compactor::truncation(&plan)]).await?;
+            events.notice(&format!(
+                "the conversation filled the context window; {} older messages were dropped from what the model sees",
+                plan.condensed
+            ));
+            return Ok(());
+        }
+        let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
+        if jobs.get(session.key()).is_some_and(|job| !job.is_finished()) {
+            return Ok(());
+        }
+        let provider = self.provider.clone();
+        let model = compaction.model.clone();
+        let memories = compaction.memories.clone();
+        let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
+        let context = session.header().context.clone();
+        let key = session.key().to_owned();
+        events.notice("condensing older messages in the background");
+        jobs.insert(
+            key.clone(),
+            tokio::spawn(async move {
+                let output = compactor::summarize(
+                    provider.as_ref(),
+                    &model,
+                    &instructions,
+                    plan.previous_summary.as_deref(),
+                    &plan.transcript,
+                    plan.pressure,
+                )
+                .await;
+                match output {
+                    Ok(output) => {
+                        if let Some(memories) = memories {
+                            for memory in output.memories.clone() {
+                                if let Err(error) = memories.save(memory.into_new_memory(&context, "compaction")).await {
+                                    tracing::warn!(%error, session = %key, "can't save an extracted memory");
+                                }
+                            }
+                        }
+                        Some((plan, output))
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, session = %key, "background compaction failed; will retry after the next turn");
+                        None
+                    }
+                }
+            }),
+        );
+        Ok(())
+    }
+}
