@@ -104,27 +104,7 @@ impl OpenAiEmbedder {
     }
 
     async fn embed_with_retries(&self, batch: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
-        let mut attempt = 0;
-        loop {
-            let error = match self.embed_batch(batch).await {
-                Ok(vectors) => return Ok(vectors),
-                Err(error) => error,
-            };
-            if !error.is_retriable() || attempt >= self.max_retries {
-                return Err(error);
-            }
-            let delay = backoff::retry_delay(attempt, backoff::requested_delay(&error));
-            attempt += 1;
-            tracing::warn!(
-                model = self.model,
-                attempt,
-                max_retries = self.max_retries,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                %error,
-                "retrying embedding call"
-            );
-            tokio::time::sleep(delay).await;
-        }
+        backoff::with_retries(self.max_retries, &self.model, "embedding call", || self.embed_batch(batch)).await
     }
 
     async fn embed_batch(&self, batch: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {

@@ -169,32 +169,14 @@ impl Router {
         model_id: &str,
         sink: &TrackingSink<'_>,
     ) -> Result<Completion, ProviderError> {
-        let mut attempt = 0;
-        loop {
+        backoff::with_retries(self.max_retries, model_id, "model call", || async {
             sink.reset_if_streamed();
-            let result = match adapter {
+            match adapter {
                 Adapter::OpenAi(provider) => provider.complete(request, sink).await,
                 Adapter::Anthropic(provider) => provider.complete(request, sink).await,
-            };
-            let error = match result {
-                Ok(completion) => return Ok(completion),
-                Err(error) => error,
-            };
-            if !error.is_retriable() || attempt >= self.max_retries {
-                return Err(error);
             }
-            let delay = backoff::retry_delay(attempt, backoff::requested_delay(&error));
-            attempt += 1;
-            tracing::warn!(
-                model = model_id,
-                attempt,
-                max_retries = self.max_retries,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                %error,
-                "retrying model call"
-            );
-            tokio::time::sleep(delay).await;
-        }
+        })
+        .await
     }
 }
 

@@ -19,6 +19,42 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const JITTER: f64 = 0.2;
 
 /// Delay before retry number `attempt` (0 for the first retry): the provider's
+/// Runs `call` until it succeeds, fails with an error that is not retriable, or has been
+/// retried `max_retries` times, sleeping [`retry_delay`] between tries and logging each
+/// retry of `what` (e.g. "model call") for `model`.
+pub(crate) async fn with_retries<T, Call, Attempt>(
+    max_retries: u32,
+    model: &str,
+    what: &str,
+    mut call: Call,
+) -> Result<T, ProviderError>
+where
+    Call: FnMut() -> Attempt,
+    Attempt: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let mut attempt = 0;
+    loop {
+        let error = match call().await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        if !error.is_retriable() || attempt >= max_retries {
+            return Err(error);
+        }
+        let delay = retry_delay(attempt, requested_delay(&error));
+        attempt += 1;
+        tracing::warn!(
+            model,
+            attempt,
+            max_retries,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            %error,
+            "retrying {what}"
+        );
+        tokio::time::sleep(delay).await;
+    }
+}
+
 /// `retry-after` when given, else exponential backoff with jitter.
 pub(crate) fn retry_delay(attempt: u32, retry_after: Option<Duration>) -> Duration {
     if let Some(requested) = retry_after {
