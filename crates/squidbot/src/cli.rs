@@ -18,6 +18,8 @@ pub enum Command {
     Onboard(OnboardArgs),
     /// Chat with the assistant (REPL), or send one message with -m.
     Agent(AgentArgs),
+    /// Run the gateway server (OpenAI-compatible API and health) until Ctrl-C.
+    Gateway(GatewayArgs),
     /// Show configuration, providers, workspace and prompt size.
     Status(JsonFlag),
     /// Inspect the configuration.
@@ -137,6 +139,17 @@ pub struct OnboardArgs {
     /// Replace an existing config.toml.
     #[arg(long)]
     pub force: bool,
+}
+
+/// `squidbot gateway`.
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// Address to listen on (default: gateway.bind).
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// Port to listen on, 0 for any free one (default: gateway.port).
+    #[arg(long)]
+    pub port: Option<u16>,
 }
 
 /// `squidbot agent`.

@@ -2,6 +2,7 @@
 
 mod agent;
 mod config;
+mod gateway;
 mod memory;
 mod onboard;
 mod repl;
@@ -25,6 +26,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
                 Some(message) => agent::one_shot(&environment, &arguments, message, runtime),
                 None => repl::run(&environment, &arguments, runtime),
             }
+        }
+        Command::Gateway(arguments) => {
+            let environment = Environment::load()?;
+            runtime.block_on(gateway::run(&environment, &arguments)).map(|()| ExitCode::SUCCESS)
         }
         Command::Status(flags) => {
             let environment = Environment::load()?;

@@ -27,6 +27,49 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// Session lifecycle.
     pub sessions: SessionsConfig,
+    /// The gateway server.
+    pub gateway: GatewayConfig,
+}
+
+/// `[gateway]`: the long-running server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Address to listen on.
+    pub bind: String,
+    /// Port to listen on (0 picks a free one).
+    pub port: u16,
+    /// `[gateway.auth]`.
+    pub auth: GatewayAuthConfig,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self { bind: "127.0.0.1".into(), port: 18789, auth: GatewayAuthConfig::default() }
+    }
+}
+
+/// How gateway clients authenticate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayAuthMode {
+    /// A bearer token.
+    #[default]
+    Token,
+    /// No authentication; only allowed on a loopback address.
+    None,
+}
+
+/// `[gateway.auth]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayAuthConfig {
+    /// `token` or `none`.
+    pub mode: GatewayAuthMode,
+    /// The token itself.
+    pub token: Option<Secret>,
+    /// Environment variable holding the token.
+    pub token_env: Option<String>,
 }
 
 /// `[memory]`: long-term memory, recall and compaction.

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod chat;
+mod gateway;
 mod harness;
 mod memory;
 mod repl;

@@ -1,0 +1,61 @@
+//! The gateway server: one port for the OpenAI-compatible API and health, served by
+//! `run(listener, shutdown)` over a shared [`Gateway`].
+
+mod auth;
+mod health;
+mod openai;
+mod sessions;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::routing::{get, post};
+use squidbot_core::agent::Agent;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use auth::Auth;
+
+/// Everything the handlers share.
+pub struct Gateway {
+    agent: Arc<Agent>,
+    auth: Auth,
+    models: Vec<String>,
+    sessions: sessions::Sessions,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Gateway").field("models", &self.models).finish()
+    }
+}
+
+impl Gateway {
+    /// A gateway answering with `agent`; `models` are listed by `GET /v1/models`.
+    pub fn new(agent: Arc<Agent>, auth: Auth, models: Vec<String>) -> Arc<Self> {
+        Arc::new(Self {
+            sessions: sessions::Sessions::new(agent.clone()),
+            agent,
+            auth,
+            models,
+            started: Instant::now(),
+        })
+    }
+}
+
+/// The HTTP routes.
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    Router::new()
+        .route("/health", get(health::health))
+        .route("/v1/models", get(openai::models))
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .with_state(gateway)
+}
+
+/// Serves until `shutdown` is cancelled, then stops accepting and lets running requests
+/// finish.
+pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: CancellationToken) -> std::io::Result<()> {
+    axum::serve(listener, router(gateway)).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+}

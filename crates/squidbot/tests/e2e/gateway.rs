@@ -1,0 +1,129 @@
+//! The gateway process: `/health`, `/v1/models`, `/v1/chat/completions` plain and
+//! streamed, auth, bad requests, refusing an open bind, graceful stop.
+
+use std::time::Duration;
+
+use serde_json::json;
+use squidbot_testkit::{Reply, ScriptedLlm};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::harness::{Home, messages};
+
+const TOKEN: &str = "gw-test-token";
+
+/// A running gateway and its base URL.
+struct Running {
+    child: tokio::process::Child,
+    base: String,
+}
+
+async fn start(home: &Home) -> Running {
+    let mut child = home.command(&["gateway", "--port", "0"]).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let base =
+        line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
+    Running { child, base }
+}
+
+fn gateway_home(server: &ScriptedLlm) -> Home {
+    let home = Home::with_minimal_config(server);
+    home.append_config(&format!("[gateway.auth]\ntoken = \"{TOKEN}\"\n"));
+    home
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_api_answers_plain_and_streamed_with_sessions_per_user() {
+    let server = ScriptedLlm::start().await;
+    let home = gateway_home(&server);
+    let running = start(&home).await;
+    let client = reqwest::Client::new();
+
+    let health: serde_json::Value =
+        client.get(format!("{}/health", running.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(health["status"], "ok");
+
+    let refused = client.get(format!("{}/v1/models", running.base)).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let models: serde_json::Value = client
+        .get(format!("{}/v1/models", running.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "local/test-model");
+
+    server.push(Reply::text("Hello Ana."));
+    let body =
+        json!({"model": "local/test-model", "user": "ana", "messages": [{"role": "user", "content": "I am Ana"}]});
+    let reply: serde_json::Value = client
+        .post(format!("{}/v1/chat/completions", running.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["object"], "chat.completion");
+    assert_eq!(reply["choices"][0]["message"]["content"], "Hello Ana.");
+    assert!(reply["usage"]["total_tokens"].as_u64().unwrap() > 0);
+
+    server.push(Reply::text("You are Ana, streaming."));
+    let body = json!({"model": "local/test-model", "user": "ana", "stream": true, "stream_options": {"include_usage": true},
+                      "messages": [{"role": "user", "content": "who am I?"}]});
+    let response = client
+        .post(format!("{}/v1/chat/completions", running.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.unwrap();
+    let events: Vec<&str> = text.lines().filter_map(|line| line.strip_prefix("data: ")).collect();
+    assert_eq!(events.last(), Some(&"[DONE]"), "{text}");
+    let chunks: Vec<serde_json::Value> =
+        events.iter().filter(|event| **event != "[DONE]").map(|event| serde_json::from_str(event).unwrap()).collect();
+    let streamed: String = chunks.iter().filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str()).collect();
+    assert_eq!(streamed, "You are Ana, streaming.");
+    assert!(chunks.iter().any(|chunk| chunk["choices"][0]["finish_reason"] == "stop"));
+    assert!(chunks.last().unwrap()["usage"]["total_tokens"].as_u64().unwrap() > 0, "include_usage adds a usage chunk");
+    let history = messages(&server.requests()[1].body);
+    assert!(history.iter().any(|message| message["content"] == "I am Ana"), "the user's session kept the history");
+
+    let bad = client
+        .post(format!("{}/v1/chat/completions", running.base))
+        .bearer_auth(TOKEN)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let bad: serde_json::Value = bad.json().await.unwrap();
+    assert!(bad["error"]["message"].as_str().unwrap().contains("invalid JSON"));
+    server.assert_clean();
+
+    let pid = running.child.id().unwrap();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let output =
+        tokio::time::timeout(Duration::from_secs(20), running.child.wait_with_output()).await.unwrap().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("gateway stopped"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_bind_without_auth_or_a_missing_token_is_refused() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let run = home.run(&["gateway", "--port", "0"]).await.failure();
+    assert!(run.stderr.contains("gateway.auth.token"), "{}", run.stderr);
+    home.append_config("[gateway.auth]\nmode = \"none\"\n");
+    let run = home.run(&["gateway", "--port", "0", "--bind", "0.0.0.0"]).await.failure();
+    assert!(run.stderr.contains("refusing to listen on 0.0.0.0 without authentication"), "{}", run.stderr);
+}
