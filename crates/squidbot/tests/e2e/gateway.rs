@@ -127,3 +127,34 @@ async fn an_open_bind_without_auth_or_a_missing_token_is_refused() {
     let run = home.run(&["gateway", "--port", "0", "--bind", "0.0.0.0"]).await.failure();
     assert!(run.stderr.contains("refusing to listen on 0.0.0.0 without authentication"), "{}", run.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_openai_python_sdk_works_plain_and_streaming() {
+    let python = std::env::var("SQUIDBOT_TEST_PYTHON")
+        .expect("SQUIDBOT_TEST_PYTHON must name a Python with the `openai` package; scripts/test sets it up");
+    let server = ScriptedLlm::start().await;
+    let home = gateway_home(&server);
+    let mut running = start(&home).await;
+    server.push(Reply::text("plain answer"));
+    server.push(Reply::text("streamed answer in pieces"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/openai_sdk.py");
+    let output = tokio::process::Command::new(python)
+        .arg(script)
+        .env("GATEWAY_BASE", &running.base)
+        .env("GATEWAY_TOKEN", TOKEN)
+        .output()
+        .await
+        .unwrap();
+    running.child.kill().await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["models"][0], "local/test-model");
+    assert_eq!(result["plain"], "plain answer");
+    assert!(result["plain_usage"].as_u64().unwrap() > 0);
+    assert_eq!(result["stream"], "streamed answer in pieces");
+    assert!(result["stream_usage"].as_u64().unwrap() > 0, "{result}");
+    assert_eq!(result["wrong_key_refused"], true);
+    let second = messages(&server.requests()[1].body);
+    assert!(second.iter().any(|message| message["content"] == "plain question"), "one session for user sdk");
+    server.assert_clean();
+}
