@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::Gateway;
@@ -17,4 +19,17 @@ pub async fn health(State(gateway): State<Arc<Gateway>>) -> Json<Value> {
         "model": gateway.agent.settings().model,
         "sessions_open": gateway.sessions.open_count(),
     }))
+}
+
+/// `GET /metrics`: Prometheus text format, behind the same bearer token as the API.
+pub async fn metrics(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    if !gateway.auth.allows(&headers) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let text = gateway.metrics.render(gateway.sessions.open_count(), gateway.started.elapsed());
+    let mut response = text.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
 }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod health;
+mod metrics;
 mod openai;
 mod sessions;
 
@@ -24,6 +25,7 @@ pub struct Gateway {
     models: Vec<String>,
     sessions: sessions::Sessions,
     started: Instant,
+    metrics: metrics::Metrics,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -41,6 +43,7 @@ impl Gateway {
             auth,
             models,
             started: Instant::now(),
+            metrics: metrics::Metrics::default(),
         })
     }
 }
@@ -49,6 +52,7 @@ impl Gateway {
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/health", get(health::health))
+        .route("/metrics", get(health::metrics))
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::chat_completions))
         .with_state(gateway)

@@ -2,9 +2,10 @@
 //! `GET /v1/models`. The `user` field names the session (`openai:<user>`); squidbot
 //! keeps the history, so only the last user message of a request is new input.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::State;
@@ -12,12 +13,80 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
-use squidbot_core::agent::{AgentEvents, SilentEvents, TurnOutcome};
-use squidbot_types::Usage;
+use squidbot_core::agent::{AgentError, AgentEvents, SilentEvents, TurnOutcome, TurnStatus};
+use squidbot_types::{ToolCall, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
+use crate::metrics::Metrics;
+
+/// Forwards events and times tool calls into the metrics.
+struct MeteredEvents<'a> {
+    inner: &'a dyn AgentEvents,
+    metrics: &'a Metrics,
+    started: Mutex<HashMap<String, Instant>>,
+}
+
+impl<'a> MeteredEvents<'a> {
+    fn new(inner: &'a dyn AgentEvents, metrics: &'a Metrics) -> Self {
+        Self { inner, metrics, started: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl AgentEvents for MeteredEvents<'_> {
+    fn text_delta(&self, text: &str) {
+        self.inner.text_delta(text);
+    }
+
+    fn stream_reset(&self) {
+        self.inner.stream_reset();
+    }
+
+    fn tool_started(&self, call: &ToolCall) {
+        if let Ok(mut started) = self.started.lock() {
+            started.insert(call.id.clone(), Instant::now());
+        }
+        self.inner.tool_started(call);
+    }
+
+    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
+        let began = self.started.lock().ok().and_then(|mut started| started.remove(&call.id));
+        if let Some(began) = began {
+            self.metrics.tool(&call.name, is_error, began.elapsed());
+        }
+        self.inner.tool_finished(call, is_error);
+    }
+
+    fn warning(&self, message: &str) {
+        self.inner.warning(message);
+    }
+
+    fn notice(&self, message: &str) {
+        self.inner.notice(message);
+    }
+}
+
+/// Records a finished (or failed) turn.
+fn record_turn(metrics: &Metrics, model: &str, result: &Result<TurnOutcome, AgentError>, began: Instant) {
+    match result {
+        Ok(outcome) => {
+            let status = match outcome.status {
+                TurnStatus::Completed => "completed",
+                TurnStatus::MaxTurns => "max_turns",
+                TurnStatus::Cancelled => "cancelled",
+            };
+            metrics.turn(
+                &outcome.model,
+                status,
+                began.elapsed(),
+                outcome.usage.input_tokens,
+                outcome.usage.output_tokens,
+            );
+        }
+        Err(_) => metrics.turn(model, "error", began.elapsed(), 0, 0),
+    }
+}
 
 /// Longest accepted `user` value.
 const MAX_USER_CHARS: usize = 128;
@@ -38,8 +107,10 @@ fn unix_now() -> u64 {
 /// `GET /v1/models`: the configured models and agent roles.
 pub async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
     if !gateway.auth.allows(&headers) {
+        gateway.metrics.request("/v1/models", 401);
         return unauthorized();
     }
+    gateway.metrics.request("/v1/models", 200);
     let data: Vec<Value> = gateway
         .models
         .iter()
@@ -100,10 +171,16 @@ fn usage_json(usage: Usage) -> Value {
 
 /// `POST /v1/chat/completions`.
 pub async fn chat_completions(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
-    if !gateway.auth.allows(&headers) {
+    let response = answer(&gateway, &headers, &body).await;
+    gateway.metrics.request("/v1/chat/completions", response.status().as_u16());
+    response
+}
+
+async fn answer(gateway: &Arc<Gateway>, headers: &HeaderMap, body: &Bytes) -> Response {
+    if !gateway.auth.allows(headers) {
         return unauthorized();
     }
-    let request = match parse_request(&body) {
+    let request = match parse_request(body) {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),
     };
@@ -115,11 +192,15 @@ pub async fn chat_completions(State(gateway): State<Arc<Gateway>>, headers: Head
     let created = unix_now();
     let model = gateway.agent.settings().model.clone();
     if request.stream {
-        return stream(gateway, session, request, id, created, model);
+        return stream(gateway.clone(), session, request, id, created, model);
     }
     let cancel = CancellationToken::new();
     let mut session = session.lock().await;
-    match gateway.agent.run_turn(&mut session, &request.input, &SilentEvents, &cancel).await {
+    let began = Instant::now();
+    let events = MeteredEvents::new(&SilentEvents, &gateway.metrics);
+    let result = gateway.agent.run_turn(&mut session, &request.input, &events, &cancel).await;
+    record_turn(&gateway.metrics, &model, &result, began);
+    match result {
         Ok(outcome) => axum::Json(json!({
             "id": id,
             "object": "chat.completion",
@@ -190,7 +271,11 @@ fn stream(
         let chunks = ChunkSender { sender, id, created, model };
         chunks.chunk(json!({"role": "assistant", "content": ""}), None);
         let mut session = session.lock().await;
-        match gateway.agent.run_turn(&mut session, &request.input, &chunks, &cancel).await {
+        let began = Instant::now();
+        let events = MeteredEvents::new(&chunks, &gateway.metrics);
+        let result = gateway.agent.run_turn(&mut session, &request.input, &events, &cancel).await;
+        record_turn(&gateway.metrics, &chunks.model, &result, began);
+        match result {
             Ok(outcome) => chunks.finish(&outcome, request.include_usage),
             Err(problem) => chunks.send(&json!({"error": {"message": problem.to_string(), "type": "server_error"}})),
         }

@@ -135,6 +135,7 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     let server = ScriptedLlm::start().await;
     let home = gateway_home(&server);
     let mut running = start(&home).await;
+    server.push(Reply::tool_call("list_dir", json!({})));
     server.push(Reply::text("plain answer"));
     server.push(Reply::text("streamed answer in pieces"));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/openai_sdk.py");
@@ -154,7 +155,16 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     assert_eq!(result["stream"], "streamed answer in pieces");
     assert!(result["stream_usage"].as_u64().unwrap() > 0, "{result}");
     assert_eq!(result["wrong_key_refused"], true);
-    let second = messages(&server.requests()[1].body);
-    assert!(second.iter().any(|message| message["content"] == "plain question"), "one session for user sdk");
+    let streamed = messages(&server.requests()[2].body);
+    assert!(streamed.iter().any(|message| message["content"] == "plain question"), "one session for user sdk");
+    let metrics = &result["metrics"];
+    let sample = |key: &str| metrics[key].as_f64().unwrap_or_else(|| panic!("no sample {key}: {metrics}"));
+    assert_eq!(sample(r#"squidbot_turns_total{"model": "local/test-model", "outcome": "completed"}"#), 2.0);
+    assert_eq!(sample(r#"squidbot_tool_calls_total{"result": "ok", "tool": "list_dir"}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_turn_duration_seconds_count{"model": "local/test-model"}"#), 2.0);
+    assert!(sample(r#"squidbot_llm_tokens_total{"direction": "input", "model": "local/test-model"}"#) > 0.0);
+    assert_eq!(sample(r#"squidbot_http_requests_total{"route": "/v1/chat/completions", "status": "200"}"#), 2.0);
+    assert_eq!(sample(r#"squidbot_http_requests_total{"route": "/v1/models", "status": "401"}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_sessions_open{}"#), 1.0);
     server.assert_clean();
 }

@@ -2,9 +2,11 @@
 
 import json
 import os
+import urllib.request
 
 import openai
 from openai import OpenAI
+from prometheus_client.parser import text_string_to_metric_families
 
 base_url = os.environ["GATEWAY_BASE"] + "/v1"
 client = OpenAI(base_url=base_url, api_key=os.environ["GATEWAY_TOKEN"], max_retries=0)
@@ -34,6 +36,18 @@ try:
 except openai.AuthenticationError:
     wrong_key_refused = True
 
+metrics_request = urllib.request.Request(
+    os.environ["GATEWAY_BASE"] + "/metrics",
+    headers={"Authorization": "Bearer " + os.environ["GATEWAY_TOKEN"]},
+)
+with urllib.request.urlopen(metrics_request) as response:
+    exposition = response.read().decode()
+samples = {}
+for family in text_string_to_metric_families(exposition):
+    for sample in family.samples:
+        key = sample.name + json.dumps(sample.labels, sort_keys=True)
+        samples[key] = sample.value
+
 print(
     json.dumps(
         {
@@ -43,6 +57,7 @@ print(
             "stream": "".join(parts),
             "stream_usage": stream_usage,
             "wrong_key_refused": wrong_key_refused,
+            "metrics": samples,
         }
     )
 )
