@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
-use axum::extract::State;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -18,8 +20,8 @@ use squidbot_types::{ToolCall, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::Gateway;
 use crate::metrics::Metrics;
+use crate::{Gateway, Refusal};
 
 /// Forwards events and times tool calls into the metrics.
 struct MeteredEvents<'a> {
@@ -96,8 +98,21 @@ fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response
     (status, axum::Json(body)).into_response()
 }
 
-fn unauthorized() -> Response {
-    error(StatusCode::UNAUTHORIZED, "invalid_request_error", "missing or wrong bearer token")
+fn refused(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::Unauthorized => {
+            error(StatusCode::UNAUTHORIZED, "invalid_request_error", "missing or wrong bearer token")
+        }
+        Refusal::LockedOut(wait) => {
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!("too many failed attempts from this address; try again in {}s", wait.as_secs().max(1)),
+            );
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+            response
+        }
+    }
 }
 
 fn unix_now() -> u64 {
@@ -105,10 +120,15 @@ fn unix_now() -> u64 {
 }
 
 /// `GET /v1/models`: the configured models and agent roles.
-pub async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    if !gateway.auth.allows(&headers) {
-        gateway.metrics.request("/v1/models", 401);
-        return unauthorized();
+pub async fn models(
+    State(gateway): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refusal) = gateway.authorize(&headers, peer.ip()) {
+        let response = refused(refusal);
+        gateway.metrics.request("/v1/models", response.status().as_u16());
+        return response;
     }
     gateway.metrics.request("/v1/models", 200);
     let data: Vec<Value> = gateway
@@ -170,16 +190,21 @@ fn usage_json(usage: Usage) -> Value {
 }
 
 /// `POST /v1/chat/completions`.
-pub async fn chat_completions(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
-    let response = answer(&gateway, &headers, &body).await;
+pub async fn chat_completions(
+    State(gateway): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response = match gateway.authorize(&headers, peer.ip()) {
+        Ok(()) => answer(&gateway, &body).await,
+        Err(refusal) => refused(refusal),
+    };
     gateway.metrics.request("/v1/chat/completions", response.status().as_u16());
     response
 }
 
-async fn answer(gateway: &Arc<Gateway>, headers: &HeaderMap, body: &Bytes) -> Response {
-    if !gateway.auth.allows(headers) {
-        return unauthorized();
-    }
+async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
     let request = match parse_request(body) {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),

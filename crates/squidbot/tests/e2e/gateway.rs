@@ -168,3 +168,25 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     assert_eq!(sample(r#"squidbot_sessions_open{}"#), 1.0);
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_wrong_tokens_lock_the_peer_out() {
+    let server = ScriptedLlm::start().await;
+    let home = gateway_home(&server);
+    let mut running = start(&home).await;
+    let client = reqwest::Client::new();
+    let models = format!("{}/v1/models", running.base);
+    for attempt in 1..=10 {
+        let response = client.get(&models).bearer_auth("guess").send().await.unwrap();
+        assert_eq!(response.status(), 401, "attempt {attempt}");
+    }
+    let locked = client.get(&models).bearer_auth("guess").send().await.unwrap();
+    assert_eq!(locked.status(), 429);
+    let wait: u64 = locked.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let even_right = client.get(&models).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(even_right.status(), 429, "a locked-out peer can't keep guessing with the right token either");
+    let health = client.get(format!("{}/health", running.base)).send().await.unwrap();
+    assert_eq!(health.status(), 200, "health stays reachable");
+    running.child.kill().await.unwrap();
+}
