@@ -21,6 +21,10 @@ pub use document::{DOCUMENT_CAP, DocumentEdit, MemoryDocuments, apply_edit};
 pub use fusion::{RRF_K, fuse};
 pub use similarity::{is_near_duplicate, normalize};
 
+/// The instructions for writing the memory bulletin.
+pub const BULLETIN_PROMPT: crate::context::Prompt =
+    crate::context::Prompt { name: "bulletin.md", default: include_str!("../prompts/bulletin.md") };
+
 /// Why a memory operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
@@ -425,14 +429,11 @@ impl Memories {
         types: &[MemoryType],
     ) -> Result<Recall, MemoryError> {
         let limit = limit.clamp(1, 100);
-        let (embedding, mut mode, warning) = match self.embed_one(query).await {
+        let (embedding, mode, warning) = match self.embed_one(query).await {
             Ok(Some(embedding)) => (Some(embedding), RecallMode::Hybrid, None),
             Ok(None) => (None, RecallMode::FullTextOnly, None),
             Err(error) => (None, RecallMode::FullTextOnly, Some(format!("vector search unavailable: {error}"))),
         };
-        if embedding.is_none() && self.embedder.is_some() {
-            mode = RecallMode::FullTextOnly;
-        }
         let now = self.now();
         let context = context.to_owned();
         let query = query.to_owned();

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use squidbot_core::compactor::{self, COMPACTION_PROMPT, Pressure};
-use squidbot_core::context::Prompt;
-use squidbot_core::memory::{ListFilter, Memories};
+use squidbot_core::memory::{BULLETIN_PROMPT, ListFilter, Memories};
 use squidbot_core::provider::{CompletionRequest, DynLlmProvider, NoopSink};
 use squidbot_core::session::Session;
 use squidbot_core::store::SessionStore;
@@ -19,10 +18,6 @@ use squidbot_types::ChatMessage;
 use squidbot_types::memory::MemoryType;
 
 use crate::indexed_sessions::unix_now;
-
-/// The bulletin instructions.
-pub const BULLETIN_PROMPT: Prompt =
-    Prompt { name: "bulletin.md", default: include_str!("../../core/prompts/bulletin.md") };
 
 /// Characters of a transcript sent for extraction at archival (the most recent part).
 const ARCHIVE_TRANSCRIPT_CHARS: usize = 60_000;

@@ -18,15 +18,27 @@ impl IndexedSessionStore {
         Self { files, index }
     }
 
-    async fn record(&self, key: &str, context: &str, messages: u64) -> Result<(), StoreError> {
+    /// Records activity off the async workers. With `context` unknown, the index's own
+    /// entry supplies it; returns false when the session is not indexed yet.
+    async fn record(&self, key: &str, context: Option<&str>, messages: u64) -> Result<bool, StoreError> {
         let index = self.index.clone();
         let key = key.to_owned();
-        let context = context.to_owned();
+        let context = context.map(str::to_owned);
         let now = unix_now();
-        tokio::task::spawn_blocking(move || index.record_activity(&key, &context, now, messages).map(|_| ()))
-            .await
-            .map_err(|error| StoreError::Io { action: "index", key: String::new(), reason: error.to_string() })?
-            .map_err(|error| StoreError::Io { action: "index", key: String::new(), reason: error.to_string() })
+        let failed = |reason: String| StoreError::Io { action: "index", key: String::new(), reason };
+        tokio::task::spawn_blocking(move || {
+            let context = match context {
+                Some(context) => context,
+                None => match index.get(&key)? {
+                    Some(entry) => entry.context,
+                    None => return Ok(false),
+                },
+            };
+            index.record_activity(&key, &context, now, messages).map(|_| true)
+        })
+        .await
+        .map_err(|error| failed(error.to_string()))?
+        .map_err(|error: squidbot_store::DatabaseError| failed(error.to_string()))
     }
 }
 
@@ -42,20 +54,20 @@ impl SessionStore for IndexedSessionStore {
 
     async fn create<'a>(&'a self, header: &'a SessionHeader) -> Result<(), StoreError> {
         self.files.create(header).await?;
-        self.record(&header.key, &header.context, 0).await
+        self.record(&header.key, Some(&header.context), 0).await.map(|_| ())
     }
 
     async fn append<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> Result<(), StoreError> {
         self.files.append(key, entries).await?;
         let messages = entries.iter().filter(|entry| matches!(entry.body, EntryBody::Message { .. })).count() as u64;
-        let context = match self.index.get(key) {
-            Ok(Some(entry)) => entry.context,
-            _ => match self.files.load(key).await? {
-                Some(loaded) => loaded.header.context,
-                None => return Ok(()),
-            },
-        };
-        self.record(key, &context, messages).await
+        if self.record(key, None, messages).await? {
+            return Ok(());
+        }
+        // A session written before the index existed: its header names the context.
+        match self.files.load(key).await? {
+            Some(loaded) => self.record(key, Some(&loaded.header.context), messages).await.map(|_| ()),
+            None => Ok(()),
+        }
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
