@@ -64,6 +64,21 @@ pub trait AgentEvents: Send + Sync {
     fn warning(&self, _message: &str) {}
     /// Background housekeeping the user may like to see (compaction).
     fn notice(&self, _message: &str) {}
+    /// A model call finished (or failed): for latency and token accounting.
+    fn model_call(&self, _report: &ModelCallReport) {}
+}
+
+/// One model call, as reported to [`AgentEvents::model_call`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCallReport {
+    /// `provider/model` that answered, or the one asked when the call failed.
+    pub model: String,
+    /// Wall time of the call, streaming included.
+    pub duration: std::time::Duration,
+    /// Tokens it used.
+    pub usage: Usage,
+    /// False when it failed (cancellations included).
+    pub ok: bool,
 }
 
 /// Events go nowhere (callers that only want the final reply).
@@ -210,6 +225,16 @@ impl Agent {
     pub fn with_sections(mut self, sections: Arc<dyn PromptSections>) -> Self {
         self.sections = Some(sections);
         self
+    }
+
+    /// The session store the agent records into.
+    pub fn store(&self) -> &Arc<dyn DynSessionStore> {
+        &self.store
+    }
+
+    /// The agent's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// The agent's settings.
@@ -366,11 +391,18 @@ impl Agent {
                 stream: self.settings.stream,
             };
             outcome.model_calls += 1;
+            let call_began = std::time::Instant::now();
             let result = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err(ProviderError::Cancelled),
                 result = self.provider.complete_boxed(&request, &sink) => result,
             };
+            events.model_call(&ModelCallReport {
+                model: result.as_ref().map_or_else(|_| request.model.clone(), |completion| completion.model.clone()),
+                duration: call_began.elapsed(),
+                usage: result.as_ref().map(|completion| completion.usage).unwrap_or_default(),
+                ok: result.is_ok(),
+            });
             let completion = match result {
                 Ok(completion) => completion,
                 Err(ProviderError::ContextOverflow { .. }) if overflow_retries < 3 => {

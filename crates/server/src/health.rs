@@ -1,10 +1,9 @@
-//! `GET /health`: liveness and what the gateway serves.
+//! `GET /health`: liveness plus the state of each component; `GET /metrics`.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
-use std::net::SocketAddr;
-
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,18 +11,41 @@ use serde_json::{Value, json};
 
 use crate::{Gateway, Refusal};
 
-/// Always 200 while the process serves; no auth, so supervisors can poll it.
-pub async fn health(State(gateway): State<Arc<Gateway>>) -> Json<Value> {
-    Json(json!({
-        "status": "ok",
+/// The component report shared by `/health` and the protocol's `health` method.
+pub(crate) async fn report(gateway: &Gateway) -> Value {
+    let gauges = gateway.gauges();
+    let memory = match &gateway.services.memories {
+        None => json!({"status": "disabled"}),
+        Some(memories) => match memories.stats(&gateway.services.memory_context).await {
+            Ok(stats) => json!({"status": "ok", "mode": memories.mode().describe(), "count": stats.memories}),
+            Err(error) => json!({"status": "error", "error": error.to_string()}),
+        },
+    };
+    let degraded = memory["status"] == "error";
+    json!({
+        "status": if degraded { "degraded" } else { "ok" },
+        "ok": !degraded,
         "version": env!("CARGO_PKG_VERSION"),
-        "uptime_secs": gateway.started.elapsed().as_secs(),
-        "model": gateway.agent.settings().model,
-        "sessions_open": gateway.sessions.open_count(),
-    }))
+        "uptime_secs": gauges.uptime.as_secs(),
+        "uptimeMs": gauges.uptime.as_millis() as u64,
+        "model": gateway.runner.agent().settings().model,
+        "sessions_open": gauges.open_sessions,
+        "components": {
+            "agent": {"status": "ok", "model": gateway.runner.agent().settings().model, "active_turns": gauges.active_runs},
+            "providers": gateway.services.providers,
+            "memory": memory,
+            "websocket": {"status": "ok", "connections": gauges.ws_connections},
+            "channels": {},
+        },
+    })
 }
 
-/// `GET /metrics`: Prometheus text format, behind the same bearer token as the API.
+/// Always 200 while the process serves; no auth, so supervisors can poll it.
+pub async fn health(State(gateway): State<Arc<Gateway>>) -> Json<Value> {
+    Json(report(&gateway).await)
+}
+
+/// `GET /metrics`: Prometheus text format, behind the same credentials as the API.
 pub async fn metrics(
     State(gateway): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -34,7 +56,7 @@ pub async fn metrics(
         Err(Refusal::Unauthorized) => return StatusCode::UNAUTHORIZED.into_response(),
         Err(Refusal::LockedOut(_)) => return StatusCode::TOO_MANY_REQUESTS.into_response(),
     }
-    let text = gateway.metrics.render(gateway.sessions.open_count(), gateway.started.elapsed());
+    let text = gateway.metrics.render(&gateway.gauges());
     let mut response = text.into_response();
     response
         .headers_mut()

@@ -1,35 +1,60 @@
-//! The gateway server: one port for the OpenAI-compatible API and health, served by
-//! `run(listener, shutdown)` over a shared [`Gateway`].
+//! The gateway server: one port for the OpenClaw WebSocket protocol, the OpenAI-compatible
+//! API, the web UI, health and metrics, served by [`run`] over a shared [`Gateway`]. Every
+//! turn runs through one [`Runner`], whose event stream all of them read.
 
 mod auth;
 mod health;
 mod limiter;
 mod metrics;
 mod openai;
-mod sessions;
+mod ui;
+pub mod ws;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use squidbot_core::agent::Agent;
+use serde_json::Value;
+use squidbot_core::memory::{Memories, MemoryDocuments};
+use squidbot_core::runs::Runner;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::Auth;
 
+/// What the gateway can show and change besides running turns. Everything is optional so
+/// a bare gateway (tests, benchmarks) needs only a runner.
+#[derive(Default)]
+pub struct Services {
+    /// Long-term memory, for the memory methods and panel.
+    pub memories: Option<Arc<Memories>>,
+    /// memory.md documents.
+    pub documents: Option<Arc<dyn MemoryDocuments>>,
+    /// The context whose memory the owner's clients see.
+    pub memory_context: String,
+    /// Largest memory.md in characters.
+    pub document_cap: usize,
+    /// Configured providers, as shown by `status` (`name`, `model`, `role`, ...).
+    pub providers: Vec<Value>,
+    /// The configuration with secrets redacted, for `config.get`.
+    pub config: Value,
+}
+
 /// Everything the handlers share.
 pub struct Gateway {
-    agent: Arc<Agent>,
+    runner: Arc<Runner>,
     auth: Auth,
     models: Vec<String>,
-    sessions: sessions::Sessions,
+    services: Services,
     started: Instant,
     metrics: metrics::Metrics,
     limiter: limiter::FailureLimiter,
+    ws_open: AtomicUsize,
+    shutdown: CancellationToken,
 }
 
 /// Why a request was not let in.
@@ -47,49 +72,92 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// A gateway answering with `agent`; `models` are listed by `GET /v1/models`.
-    pub fn new(agent: Arc<Agent>, auth: Auth, models: Vec<String>) -> Arc<Self> {
+    /// A gateway running turns with `runner`; `models` are listed by `GET /v1/models`.
+    pub fn new(runner: Arc<Runner>, auth: Auth, models: Vec<String>, services: Services) -> Arc<Self> {
         Arc::new(Self {
-            sessions: sessions::Sessions::new(agent.clone()),
-            agent,
+            runner,
             auth,
             models,
+            services,
             started: Instant::now(),
             metrics: metrics::Metrics::default(),
             limiter: limiter::FailureLimiter::default(),
+            ws_open: AtomicUsize::new(0),
+            shutdown: CancellationToken::new(),
         })
+    }
+
+    /// The runner all front ends share.
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
     }
 
     /// Checks the request's credentials, counting failures per peer and refusing a peer
     /// that failed too often in the current window.
     pub(crate) fn authorize(&self, headers: &HeaderMap, peer: IpAddr) -> Result<(), Refusal> {
+        self.authorize_with(peer, |auth| auth.allows(headers))
+    }
+
+    /// Like [`Gateway::authorize`] with the check given.
+    pub(crate) fn authorize_with(&self, peer: IpAddr, check: impl FnOnce(&Auth) -> bool) -> Result<(), Refusal> {
         let now = Instant::now();
         if let Some(wait) = self.limiter.blocked_for(peer, now) {
             return Err(Refusal::LockedOut(wait));
         }
-        if self.auth.allows(headers) {
+        if check(&self.auth) {
             return Ok(());
         }
         self.limiter.record_failure(peer, now);
-        tracing::warn!(%peer, "refused a request with a missing or wrong token");
+        self.metrics.error("auth");
+        tracing::warn!(%peer, "refused a client with missing or wrong credentials");
         Err(Refusal::Unauthorized)
+    }
+
+    pub(crate) fn gauges(&self) -> metrics::Gauges {
+        metrics::Gauges {
+            open_sessions: self.runner.open_sessions(),
+            active_runs: self.runner.active_runs().len(),
+            ws_connections: self.ws_open.load(Ordering::Relaxed),
+            channels: Vec::new(),
+            uptime: self.started.elapsed(),
+        }
     }
 }
 
-/// The HTTP routes.
+/// The HTTP and WebSocket routes.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
+        .route("/", get(ws::root))
+        .route("/ui/{name}", get(ui::asset))
         .route("/health", get(health::health))
+        .route("/healthz", get(health::health))
         .route("/metrics", get(health::metrics))
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::chat_completions))
         .with_state(gateway)
 }
 
-/// Serves until `shutdown` is cancelled, then stops accepting and lets running requests
-/// finish.
+/// Serves until `shutdown` is cancelled, then stops accepting, lets running turns finish
+/// and closes WebSocket clients.
 pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: CancellationToken) -> std::io::Result<()> {
-    axum::serve(listener, router(gateway).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    let mut events = gateway.runner.hub().subscribe(squidbot_core::events::Filter::All);
+    let metered = gateway.clone();
+    let metrics_task = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            metered.metrics.record(&event);
+        }
+    });
+    let stopping = gateway.clone();
+    let served = axum::serve(listener, router(gateway.clone()).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move {
+            shutdown.cancelled().await;
+            // New turns are refused from here; running ones finish before clients close.
+            stopping.runner.drain().await;
+            stopping.shutdown.cancel();
+        })
+        .await;
+    gateway.runner.drain().await;
+    gateway.shutdown.cancel();
+    metrics_task.abort();
+    served
 }

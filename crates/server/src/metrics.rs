@@ -1,9 +1,12 @@
-//! Gateway metrics in the Prometheus text exposition format: turns, their duration,
-//! tokens per model, tool calls and durations, HTTP requests, open sessions, uptime.
+//! Gateway metrics in the Prometheus text exposition format. Turn, model-call and tool
+//! figures come from the shared turn event stream ([`Metrics::record`]); HTTP requests,
+//! WebSocket connections and errors are counted where they happen.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
+
+use squidbot_core::events::{RunEnd, TurnEvent, TurnEventKind};
 
 /// Upper bounds (seconds) of the duration histograms.
 const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -47,6 +50,33 @@ struct Data {
     tool_calls: BTreeMap<(String, &'static str), u64>,
     tool_seconds: BTreeMap<String, Histogram>,
     requests: BTreeMap<(&'static str, u16), u64>,
+    llm_calls: BTreeMap<(String, String, &'static str), u64>,
+    llm_seconds: BTreeMap<(String, String), Histogram>,
+    errors: BTreeMap<&'static str, u64>,
+    ws_connections_total: u64,
+}
+
+/// Gauges read at render time.
+#[derive(Debug, Default, Clone)]
+pub struct Gauges {
+    /// Sessions loaded in memory.
+    pub open_sessions: usize,
+    /// Turns running now.
+    pub active_runs: usize,
+    /// Open WebSocket connections.
+    pub ws_connections: usize,
+    /// Channel adapters and whether each is up.
+    pub channels: Vec<(String, bool)>,
+    /// Time since start.
+    pub uptime: Duration,
+}
+
+/// `provider` and `model` of a `provider/model` name.
+fn split_model(name: &str) -> (String, String) {
+    match name.split_once('/') {
+        Some((provider, model)) => (provider.to_owned(), model.to_owned()),
+        None => (String::new(), name.to_owned()),
+    }
 }
 
 /// Counters and histograms shared by the handlers.
@@ -67,23 +97,64 @@ impl Metrics {
         }
     }
 
-    /// A finished turn: its model, outcome (`completed`, `max_turns`, `cancelled`, `error`),
-    /// duration and tokens.
-    pub fn turn(&self, model: &str, outcome: &str, duration: Duration, input_tokens: u64, output_tokens: u64) {
-        self.with(|data| {
-            *data.turns.entry((model.to_owned(), outcome.to_owned())).or_default() += 1;
-            data.turn_seconds.entry(model.to_owned()).or_default().observe(duration);
-            *data.tokens.entry((model.to_owned(), "input")).or_default() += input_tokens;
-            *data.tokens.entry((model.to_owned(), "output")).or_default() += output_tokens;
+    /// Accounts one event of the turn stream.
+    pub fn record(&self, event: &TurnEvent) {
+        self.with(|data| match &event.kind {
+            TurnEventKind::ModelCall { model, duration, usage, ok } => {
+                let (provider, model) = split_model(model);
+                let result = if *ok { "ok" } else { "error" };
+                *data.llm_calls.entry((provider.clone(), model.clone(), result)).or_default() += 1;
+                data.llm_seconds.entry((provider.clone(), model.clone())).or_default().observe(*duration);
+                let name = if provider.is_empty() { model } else { format!("{provider}/{model}") };
+                *data.tokens.entry((name.clone(), "input")).or_default() += usage.input_tokens;
+                *data.tokens.entry((name, "output")).or_default() += usage.output_tokens;
+                if !ok {
+                    *data.errors.entry("llm").or_default() += 1;
+                }
+            }
+            TurnEventKind::ToolFinished { name, is_error, duration, .. } => {
+                let result = if *is_error { "error" } else { "ok" };
+                *data.tool_calls.entry((name.clone(), result)).or_default() += 1;
+                data.tool_seconds.entry(name.clone()).or_default().observe(*duration);
+            }
+            TurnEventKind::Finished { model, end, duration, .. } => {
+                let outcome = match end {
+                    RunEnd::Completed => "completed",
+                    RunEnd::MaxTurns => "max_turns",
+                };
+                *data.turns.entry((model.clone(), outcome.to_owned())).or_default() += 1;
+                data.turn_seconds.entry(model.clone()).or_default().observe(*duration);
+            }
+            TurnEventKind::Aborted { duration, .. } => {
+                *data.turns.entry((String::new(), "cancelled".to_owned())).or_default() += 1;
+                data.turn_seconds.entry(String::new()).or_default().observe(*duration);
+            }
+            TurnEventKind::Failed { duration, .. } => {
+                *data.turns.entry((String::new(), "error".to_owned())).or_default() += 1;
+                data.turn_seconds.entry(String::new()).or_default().observe(*duration);
+                *data.errors.entry("turn").or_default() += 1;
+            }
+            _ => {}
         });
     }
 
-    /// A finished tool call.
-    pub fn tool(&self, name: &str, failed: bool, duration: Duration) {
-        self.with(|data| {
-            *data.tool_calls.entry((name.to_owned(), if failed { "error" } else { "ok" })).or_default() += 1;
-            data.tool_seconds.entry(name.to_owned()).or_default().observe(duration);
-        });
+    /// An error outside turns (`ws_frame`, `auth`, ...).
+    pub fn error(&self, kind: &'static str) {
+        self.with(|data| *data.errors.entry(kind).or_default() += 1);
+    }
+
+    /// A WebSocket connection was accepted.
+    pub fn ws_connected(&self) {
+        self.with(|data| data.ws_connections_total += 1);
+    }
+
+    /// Tokens and turns so far: (turns, input tokens, output tokens).
+    pub fn usage_totals(&self) -> (u64, u64, u64) {
+        let Ok(data) = self.data.lock() else { return (0, 0, 0) };
+        let turns = data.turns.values().sum();
+        let input = data.tokens.iter().filter(|((_, direction), _)| *direction == "input").map(|(_, n)| n).sum();
+        let output = data.tokens.iter().filter(|((_, direction), _)| *direction == "output").map(|(_, n)| n).sum();
+        (turns, input, output)
     }
 
     /// An answered HTTP request.
@@ -92,16 +163,48 @@ impl Metrics {
     }
 
     /// The exposition text, with the gauges given by the caller.
-    pub fn render(&self, open_sessions: usize, uptime: Duration) -> String {
+    pub fn render(&self, gauges: &Gauges) -> String {
         let mut output = String::new();
         let Ok(data) = self.data.lock() else { return output };
         let family = |output: &mut String, name: &str, kind: &str, help: &str| {
             output.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
         };
         family(&mut output, "squidbot_uptime_seconds", "gauge", "Seconds since the gateway started.");
-        output.push_str(&format!("squidbot_uptime_seconds {}\n", uptime.as_secs_f64()));
+        output.push_str(&format!("squidbot_uptime_seconds {}\n", gauges.uptime.as_secs_f64()));
         family(&mut output, "squidbot_sessions_open", "gauge", "Sessions loaded in memory.");
-        output.push_str(&format!("squidbot_sessions_open {open_sessions}\n"));
+        output.push_str(&format!("squidbot_sessions_open {}\n", gauges.open_sessions));
+        family(&mut output, "squidbot_turns_active", "gauge", "Turns running now.");
+        output.push_str(&format!("squidbot_turns_active {}\n", gauges.active_runs));
+        family(&mut output, "squidbot_ws_connections", "gauge", "Open WebSocket connections.");
+        output.push_str(&format!("squidbot_ws_connections {}\n", gauges.ws_connections));
+        family(&mut output, "squidbot_ws_connections_total", "counter", "WebSocket connections accepted.");
+        output.push_str(&format!("squidbot_ws_connections_total {}\n", data.ws_connections_total));
+        family(&mut output, "squidbot_channel_up", "gauge", "1 when a channel adapter is connected.");
+        for (channel, up) in &gauges.channels {
+            output.push_str(&format!("squidbot_channel_up{{channel=\"{}\"}} {}\n", label(channel), u8::from(*up)));
+        }
+        family(&mut output, "squidbot_errors_total", "counter", "Errors by kind.");
+        for (kind, count) in &data.errors {
+            output.push_str(&format!("squidbot_errors_total{{kind=\"{kind}\"}} {count}\n"));
+        }
+        family(&mut output, "squidbot_llm_calls_total", "counter", "Model calls by provider, model and result.");
+        for ((provider, model, result), count) in &data.llm_calls {
+            output.push_str(&format!(
+                "squidbot_llm_calls_total{{provider=\"{}\",model=\"{}\",result=\"{result}\"}} {count}\n",
+                label(provider),
+                label(model)
+            ));
+        }
+        family(
+            &mut output,
+            "squidbot_llm_call_duration_seconds",
+            "histogram",
+            "Model call latency by provider and model.",
+        );
+        for ((provider, model), histogram) in &data.llm_seconds {
+            let labels = format!("provider=\"{}\",model=\"{}\"", label(provider), label(model));
+            histogram.render(&mut output, "squidbot_llm_call_duration_seconds", &labels);
+        }
         family(&mut output, "squidbot_turns_total", "counter", "Finished turns by model and outcome.");
         for ((model, outcome), count) in &data.turns {
             output.push_str(&format!(
@@ -145,15 +248,45 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    fn event(kind: TurnEventKind) -> TurnEvent {
+        TurnEvent { run_id: "r".into(), session_key: "s".into(), seq: 1, at_ms: 0, kind }
+    }
+
     #[test]
     fn histograms_are_cumulative_and_labels_escaped() {
         let metrics = Metrics::default();
-        metrics.turn("a/\"b\"", "completed", Duration::from_millis(30), 10, 2);
-        metrics.turn("a/\"b\"", "completed", Duration::from_secs(3), 5, 1);
-        let text = metrics.render(1, Duration::from_secs(2));
+        let usage =
+            |input_tokens, output_tokens| squidbot_types::Usage { input_tokens, output_tokens, cached_input_tokens: 0 };
+        for (millis, input, output) in [(30, 10, 2), (3000, 5, 1)] {
+            metrics.record(&event(TurnEventKind::ModelCall {
+                model: "a/\"b\"".into(),
+                duration: Duration::from_millis(millis),
+                usage: usage(input, output),
+                ok: true,
+            }));
+            metrics.record(&event(TurnEventKind::Finished {
+                reply: String::new(),
+                end: RunEnd::Completed,
+                usage: usage(input, output),
+                model: "a/\"b\"".into(),
+                tool_calls: 0,
+                duration: Duration::from_millis(millis),
+            }));
+        }
+        metrics.record(&event(TurnEventKind::Failed { error: "x".into(), duration: Duration::from_millis(1) }));
+        let text =
+            metrics.render(&Gauges { ws_connections: 3, channels: vec![("matrix".into(), true)], ..Gauges::default() });
         assert!(text.contains("squidbot_turns_total{model=\"a/\\\"b\\\"\",outcome=\"completed\"} 2"), "{text}");
         assert!(text.contains("le=\"0.05\"} 1\n"), "{text}");
         assert!(text.contains("le=\"+Inf\"} 2\n"), "{text}");
         assert!(text.contains("squidbot_llm_tokens_total{model=\"a/\\\"b\\\"\",direction=\"input\"} 15"), "{text}");
+        assert!(
+            text.contains("squidbot_llm_calls_total{provider=\"a\",model=\"\\\"b\\\"\",result=\"ok\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("squidbot_ws_connections 3\n"), "{text}");
+        assert!(text.contains("squidbot_channel_up{channel=\"matrix\"} 1\n"), "{text}");
+        assert!(text.contains("squidbot_errors_total{kind=\"turn\"} 1\n"), "{text}");
+        assert_eq!(metrics.usage_totals(), (3, 15, 3));
     }
 }

@@ -2,10 +2,9 @@
 //! `GET /v1/models`. The `user` field names the session (`openai:<user>`); squidbot
 //! keeps the history, so only the last user message of a request is new input.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use std::net::SocketAddr;
@@ -15,80 +14,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
-use squidbot_core::agent::{AgentError, AgentEvents, SilentEvents, TurnOutcome, TurnStatus};
-use squidbot_types::{ToolCall, Usage};
-use tokio::sync::mpsc::UnboundedSender;
-use tokio_util::sync::CancellationToken;
+use squidbot_core::events::{TurnEvent, TurnEventKind};
+use squidbot_core::runs::{RunError, RunHandle, RunRequest};
+use squidbot_types::Usage;
 
-use crate::metrics::Metrics;
 use crate::{Gateway, Refusal};
-
-/// Forwards events and times tool calls into the metrics.
-struct MeteredEvents<'a> {
-    inner: &'a dyn AgentEvents,
-    metrics: &'a Metrics,
-    started: Mutex<HashMap<String, Instant>>,
-}
-
-impl<'a> MeteredEvents<'a> {
-    fn new(inner: &'a dyn AgentEvents, metrics: &'a Metrics) -> Self {
-        Self { inner, metrics, started: Mutex::new(HashMap::new()) }
-    }
-}
-
-impl AgentEvents for MeteredEvents<'_> {
-    fn text_delta(&self, text: &str) {
-        self.inner.text_delta(text);
-    }
-
-    fn stream_reset(&self) {
-        self.inner.stream_reset();
-    }
-
-    fn tool_started(&self, call: &ToolCall) {
-        if let Ok(mut started) = self.started.lock() {
-            started.insert(call.id.clone(), Instant::now());
-        }
-        self.inner.tool_started(call);
-    }
-
-    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
-        let began = self.started.lock().ok().and_then(|mut started| started.remove(&call.id));
-        if let Some(began) = began {
-            self.metrics.tool(&call.name, is_error, began.elapsed());
-        }
-        self.inner.tool_finished(call, is_error);
-    }
-
-    fn warning(&self, message: &str) {
-        self.inner.warning(message);
-    }
-
-    fn notice(&self, message: &str) {
-        self.inner.notice(message);
-    }
-}
-
-/// Records a finished (or failed) turn.
-fn record_turn(metrics: &Metrics, model: &str, result: &Result<TurnOutcome, AgentError>, began: Instant) {
-    match result {
-        Ok(outcome) => {
-            let status = match outcome.status {
-                TurnStatus::Completed => "completed",
-                TurnStatus::MaxTurns => "max_turns",
-                TurnStatus::Cancelled => "cancelled",
-            };
-            metrics.turn(
-                &outcome.model,
-                status,
-                began.elapsed(),
-                outcome.usage.input_tokens,
-                outcome.usage.output_tokens,
-            );
-        }
-        Err(_) => metrics.turn(model, "error", began.elapsed(), 0, 0),
-    }
-}
 
 /// Longest accepted `user` value.
 const MAX_USER_CHARS: usize = 128;
@@ -209,107 +139,167 @@ async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),
     };
-    let session = match gateway.sessions.get(&request.session_key).await {
-        Ok(session) => session,
-        Err(problem) => return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", problem.to_string()),
+    let run = RunRequest {
+        session_key: request.session_key.clone(),
+        input: request.input.clone(),
+        origin: "openai".into(),
+        run_id: Some(format!("chatcmpl-{}", squidbot_core::ids::entry_id())),
     };
-    let id = format!("chatcmpl-{}", squidbot_core::ids::entry_id());
+    let handle = match gateway.runner.start(run) {
+        Ok(handle) => handle,
+        Err(RunError::ShuttingDown) => {
+            return error(StatusCode::SERVICE_UNAVAILABLE, "server_error", RunError::ShuttingDown.to_string());
+        }
+        Err(problem) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", problem.to_string()),
+    };
     let created = unix_now();
-    let model = gateway.agent.settings().model.clone();
+    let model = gateway.runner.agent().settings().model.clone();
+    let abort = AbortOnDrop::new(gateway.clone(), &handle);
     if request.stream {
-        return stream(gateway.clone(), session, request, id, created, model);
+        return stream(handle, abort, request.include_usage, created, model);
     }
-    let cancel = CancellationToken::new();
-    let mut session = session.lock().await;
-    let began = Instant::now();
-    let events = MeteredEvents::new(&SilentEvents, &gateway.metrics);
-    let result = gateway.agent.run_turn(&mut session, &request.input, &events, &cancel).await;
-    record_turn(&gateway.metrics, &model, &result, began);
-    match result {
-        Ok(outcome) => axum::Json(json!({
-            "id": id,
-            "object": "chat.completion",
-            "created": created,
-            "model": outcome.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.reply}, "finish_reason": "stop"}],
-            "usage": usage_json(outcome.usage),
-        }))
-        .into_response(),
-        Err(problem) => error(StatusCode::BAD_GATEWAY, "server_error", problem.to_string()),
+    let mut handle = handle;
+    let id = handle.run_id.clone();
+    while let Some(event) = handle.events.recv().await {
+        match &event.kind {
+            TurnEventKind::Finished { reply, usage, model, .. } => {
+                abort.disarm();
+                return axum::Json(json!({
+                    "id": id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                    "usage": usage_json(*usage),
+                }))
+                .into_response();
+            }
+            TurnEventKind::Aborted { .. } => {
+                return error(StatusCode::SERVICE_UNAVAILABLE, "server_error", "the turn was stopped");
+            }
+            TurnEventKind::Failed { error: problem, .. } => {
+                return error(StatusCode::BAD_GATEWAY, "server_error", problem.clone());
+            }
+            _ => {}
+        }
+    }
+    error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "the turn's event stream ended early")
+}
+
+/// Stops the run when the client goes away before it ended (the response future or the
+/// streamed body is dropped).
+struct AbortOnDrop {
+    gateway: Option<Arc<Gateway>>,
+    run_id: String,
+    session_key: String,
+}
+
+impl AbortOnDrop {
+    fn new(gateway: Arc<Gateway>, handle: &RunHandle) -> Self {
+        Self { gateway: Some(gateway), run_id: handle.run_id.clone(), session_key: handle.session_key.clone() }
+    }
+
+    fn disarm(mut self) {
+        self.gateway = None;
     }
 }
 
-/// Sends chunks of one streamed completion.
-struct ChunkSender {
-    sender: UnboundedSender<Bytes>,
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(gateway) = self.gateway.take() {
+            gateway.runner.abort(&self.session_key, Some(&self.run_id));
+        }
+    }
+}
+
+/// One streamed completion's chunks.
+struct Chunks {
     id: String,
     created: u64,
     model: String,
 }
 
-impl ChunkSender {
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>) {
-        let chunk = json!({
+impl Chunks {
+    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Bytes {
+        sse(&json!({
             "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        });
-        self.send(&chunk);
+        }))
     }
 
-    fn send(&self, value: &Value) {
-        // A closed channel means the client left; the turn is being cancelled anyway.
-        if self.sender.send(Bytes::from(format!("data: {value}\n\n"))).is_err() {
-            tracing::debug!("stream client went away");
-        }
-    }
-
-    fn finish(&self, outcome: &TurnOutcome, include_usage: bool) {
-        self.chunk(json!({}), Some("stop"));
-        if include_usage {
-            let usage = json!({
-                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [], "usage": usage_json(outcome.usage),
-            });
-            self.send(&usage);
-        }
+    fn usage(&self, usage: Usage) -> Bytes {
+        sse(&json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [], "usage": usage_json(usage),
+        }))
     }
 }
 
-impl AgentEvents for ChunkSender {
-    fn text_delta(&self, text: &str) {
-        self.chunk(json!({"content": text}), None);
+fn sse(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+/// What to send for one event, and whether the stream is over.
+fn chunks_for(chunks: &Chunks, event: &TurnEvent, include_usage: bool) -> (Vec<Bytes>, bool) {
+    match &event.kind {
+        TurnEventKind::Delta { text } => (vec![chunks.chunk(json!({"content": text}), None)], false),
+        TurnEventKind::Finished { usage, .. } => {
+            let mut out = vec![chunks.chunk(json!({}), Some("stop"))];
+            if include_usage {
+                out.push(chunks.usage(*usage));
+            }
+            out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+            (out, true)
+        }
+        TurnEventKind::Aborted { .. } => {
+            (vec![chunks.chunk(json!({}), Some("stop")), Bytes::from_static(b"data: [DONE]\n\n")], true)
+        }
+        TurnEventKind::Failed { error, .. } => (
+            vec![
+                sse(&json!({"error": {"message": error, "type": "server_error"}})),
+                Bytes::from_static(b"data: [DONE]\n\n"),
+            ],
+            true,
+        ),
+        _ => (Vec::new(), false),
     }
 }
 
-fn stream(
-    gateway: Arc<Gateway>,
-    session: crate::sessions::SharedSession,
-    request: ChatRequest,
-    id: String,
-    created: u64,
-    model: String,
-) -> Response {
-    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
-    let cancel = CancellationToken::new();
-    let disconnect_guard = cancel.clone().drop_guard();
-    tokio::spawn(async move {
-        let chunks = ChunkSender { sender, id, created, model };
-        chunks.chunk(json!({"role": "assistant", "content": ""}), None);
-        let mut session = session.lock().await;
-        let began = Instant::now();
-        let events = MeteredEvents::new(&chunks, &gateway.metrics);
-        let result = gateway.agent.run_turn(&mut session, &request.input, &events, &cancel).await;
-        record_turn(&gateway.metrics, &chunks.model, &result, began);
-        match result {
-            Ok(outcome) => chunks.finish(&outcome, request.include_usage),
-            Err(problem) => chunks.send(&json!({"error": {"message": problem.to_string(), "type": "server_error"}})),
+fn stream(handle: RunHandle, abort: AbortOnDrop, include_usage: bool, created: u64, model: String) -> Response {
+    let chunks = Chunks { id: handle.run_id.clone(), created, model };
+    let opening = chunks.chunk(json!({"role": "assistant", "content": ""}), None);
+    struct State {
+        handle: RunHandle,
+        chunks: Chunks,
+        queue: std::collections::VecDeque<Bytes>,
+        done: bool,
+        abort: Option<AbortOnDrop>,
+    }
+    let state = State { handle, chunks, queue: [opening].into(), done: false, abort: Some(abort) };
+    let body = futures_util::stream::unfold(state, move |mut state| async move {
+        loop {
+            if let Some(bytes) = state.queue.pop_front() {
+                return Some((Ok::<Bytes, Infallible>(bytes), state));
+            }
+            if state.done {
+                return None;
+            }
+            let Some(event) = state.handle.events.recv().await else {
+                state.done = true;
+                state.queue.push_back(sse(
+                    &json!({"error": {"message": "the event stream ended early", "type": "server_error"}}),
+                ));
+                continue;
+            };
+            let (bytes, done) = chunks_for(&state.chunks, &event, include_usage);
+            state.queue.extend(bytes);
+            if done {
+                state.done = true;
+                if let Some(abort) = state.abort.take() {
+                    abort.disarm();
+                }
+            }
         }
-        if chunks.sender.send(Bytes::from_static(b"data: [DONE]\n\n")).is_err() {
-            tracing::debug!("stream client went away before [DONE]");
-        }
-    });
-    let body = futures_util::stream::unfold((receiver, disconnect_guard), |(mut receiver, guard)| async move {
-        receiver.recv().await.map(|bytes| (Ok::<Bytes, Infallible>(bytes), (receiver, guard)))
     });
     let mut response = Response::new(Body::from_stream(body));
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

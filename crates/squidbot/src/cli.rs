@@ -143,13 +143,25 @@ pub struct OnboardArgs {
 
 /// `squidbot gateway`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct GatewayArgs {
+    /// A gateway helper instead of running the server.
+    #[command(subcommand)]
+    pub action: Option<GatewayAction>,
     /// Address to listen on (default: gateway.bind).
     #[arg(long)]
     pub bind: Option<String>,
     /// Port to listen on, 0 for any free one (default: gateway.port).
     #[arg(long)]
     pub port: Option<u16>,
+}
+
+/// `squidbot gateway …` helpers.
+#[derive(Debug, Subcommand)]
+pub enum GatewayAction {
+    /// Read a password from standard input (one line) and print its argon2id hash for
+    /// gateway.auth.password_hash.
+    HashPassword,
 }
 
 /// `squidbot agent`.

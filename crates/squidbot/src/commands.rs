@@ -28,6 +28,9 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
             }
         }
         Command::Gateway(arguments) => {
+            if let Some(action) = &arguments.action {
+                return gateway::helper(action).map(|()| ExitCode::SUCCESS);
+            }
             let environment = Environment::load()?;
             runtime.block_on(gateway::run(&environment, &arguments)).map(|()| ExitCode::SUCCESS)
         }

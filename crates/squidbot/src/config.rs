@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 use squidbot_llm::{ConfigIssue, Router};
-use squidbot_types::config::Config;
+use squidbot_types::config::{Config, GatewayAuthConfig, GatewayAuthMode};
 
 /// Prefix of environment overrides.
 const ENV_PREFIX: &str = "SQUIDBOT__";
@@ -170,7 +170,30 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
     if config.tools.exec.timeout_secs == 0 {
         issues.push(ConfigIssue { key: "tools.exec.timeout_secs".into(), problem: "must be at least 1".into() });
     }
+    issues.extend(password_issue(&config.gateway.auth));
     issues
+}
+
+/// In password mode the hash must be present and an argon2id PHC string.
+fn password_issue(auth: &GatewayAuthConfig) -> Option<ConfigIssue> {
+    if auth.mode != GatewayAuthMode::Password {
+        return None;
+    }
+    let issue = |key: &str, problem: String| Some(ConfigIssue { key: key.into(), problem });
+    let (key, hash) = match (&auth.password_hash, &auth.password_hash_env) {
+        (Some(hash), _) if !hash.is_empty() => ("gateway.auth.password_hash", hash.expose().to_owned()),
+        (_, Some(variable)) => match std::env::var(variable) {
+            Ok(hash) => ("gateway.auth.password_hash_env", hash),
+            Err(_) => return issue("gateway.auth.password_hash_env", format!("names {variable}, which is not set")),
+        },
+        (_, None) => {
+            return issue(
+                "gateway.auth.password_hash",
+                "mode is password but neither password_hash nor password_hash_env is set".into(),
+            );
+        }
+    };
+    squidbot_server::Auth::from_password_hash(&hash).err().and_then(|problem| issue(key, problem))
 }
 
 /// Every secret value the config can reach (inline keys and the env vars they name),
@@ -186,6 +209,13 @@ pub fn secret_values(config: &Config) -> Vec<String> {
             if let Ok(value) = std::env::var(&variable) {
                 values.push(value);
             }
+        }
+    }
+    let gateway = &config.gateway.auth;
+    values.extend(gateway.token.iter().chain(&gateway.password_hash).map(|secret| secret.expose().to_owned()));
+    for variable in gateway.token_env.iter().chain(&gateway.password_hash_env) {
+        if let Ok(value) = std::env::var(variable) {
+            values.push(value);
         }
     }
     for preset in squidbot_llm::presets() {
@@ -234,6 +264,21 @@ mod tests {
         set_path(&mut table, &overrides[0].0, typed_value("12345")).unwrap();
         let config = deserialize(table, &overrides, Path::new("c.toml")).unwrap();
         assert_eq!(config.llm.model, "12345");
+    }
+
+    #[test]
+    fn password_mode_needs_a_usable_argon2id_hash() {
+        let mut auth = GatewayAuthConfig { mode: GatewayAuthMode::Password, ..GatewayAuthConfig::default() };
+        assert_eq!(password_issue(&auth).unwrap().key, "gateway.auth.password_hash");
+        auth.password_hash = Some(squidbot_types::Secret::new("$argon2i$v=19$m=16,t=1,p=1$c2FsdHNhbHQ$aGFzaA"));
+        let issue = password_issue(&auth).unwrap();
+        assert_eq!(issue.key, "gateway.auth.password_hash");
+        assert!(issue.problem.contains("argon2id"), "{}", issue.problem);
+        auth.password_hash = Some(squidbot_types::Secret::new(squidbot_server::Auth::hash_password("pw").unwrap()));
+        assert!(password_issue(&auth).is_none());
+        auth.mode = GatewayAuthMode::Token;
+        auth.password_hash = Some(squidbot_types::Secret::new("garbage"));
+        assert!(password_issue(&auth).is_none(), "only password mode reads the hash");
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub enum GatewayAuthMode {
     /// A bearer token.
     #[default]
     Token,
+    /// A password checked against an argon2id hash; clients send the password itself
+    /// as the bearer credential.
+    Password,
     /// No authentication; only allowed on a loopback address.
     None,
 }
@@ -64,12 +67,18 @@ pub enum GatewayAuthMode {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatewayAuthConfig {
-    /// `token` or `none`.
+    /// `token`, `password` or `none`.
     pub mode: GatewayAuthMode,
     /// The token itself.
     pub token: Option<Secret>,
     /// Environment variable holding the token.
     pub token_env: Option<String>,
+    /// The password's argon2id hash as a PHC string (`$argon2id$v=19$m=…`), as printed
+    /// by `squidbot gateway hash-password`. A `Secret` so `config show` never prints it:
+    /// the hash alone would let anyone guess offline.
+    pub password_hash: Option<Secret>,
+    /// Environment variable holding the PHC string instead.
+    pub password_hash_env: Option<String>,
 }
 
 /// `[memory]`: long-term memory, recall and compaction.

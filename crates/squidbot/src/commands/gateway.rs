@@ -1,16 +1,21 @@
-//! `squidbot gateway`: serves the OpenAI-compatible API and `/health` on one port until
-//! Ctrl-C or SIGTERM, then finishes running requests.
+//! `squidbot gateway`: serves the OpenClaw protocol, the OpenAI-compatible API, the web
+//! UI, `/health` and `/metrics` on one port until Ctrl-C or SIGTERM, then finishes running
+//! turns; `gateway hash-password` makes the
+//! hash for password auth.
 
+use std::io::IsTerminal as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use squidbot_server::{Auth, Gateway};
+use anyhow::{Context, Result, anyhow, bail};
+use squidbot_core::events::EventHub;
+use squidbot_core::runs::Runner;
+use squidbot_server::{Auth, Gateway, Services};
 use squidbot_types::Secret;
 use squidbot_types::config::GatewayAuthMode;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::GatewayArgs;
+use crate::cli::{GatewayAction, GatewayArgs};
 use crate::wiring::Environment;
 
 fn auth(environment: &Environment) -> Result<Auth> {
@@ -28,7 +33,47 @@ fn auth(environment: &Environment) -> Result<Auth> {
             }
             bail!("gateway.auth.mode is token but neither gateway.auth.token nor gateway.auth.token_env is set")
         }
+        GatewayAuthMode::Password => {
+            let (key, hash) = if let Some(hash) = config.password_hash.clone().filter(|hash| !hash.is_empty()) {
+                ("gateway.auth.password_hash", hash)
+            } else if let Some(variable) = &config.password_hash_env {
+                let value = std::env::var(variable)
+                    .with_context(|| format!("gateway.auth.password_hash_env names {variable}, which is not set"))?;
+                ("gateway.auth.password_hash_env", Secret::new(value))
+            } else {
+                bail!(
+                    "gateway.auth.mode is password but neither gateway.auth.password_hash nor \
+                     gateway.auth.password_hash_env is set (`squidbot gateway hash-password` makes a hash)"
+                )
+            };
+            Auth::from_password_hash(hash.expose()).map_err(|problem| anyhow!("can't use {key}: {problem}"))
+        }
     }
+}
+
+/// Runs a `squidbot gateway …` helper that needs no config.
+pub fn helper(action: &GatewayAction) -> Result<()> {
+    match action {
+        GatewayAction::HashPassword => hash_password(),
+    }
+}
+
+/// Prints the argon2id hash of the password read from standard input.
+fn hash_password() -> Result<()> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!("password (typed text is visible; pipe it in to avoid that):");
+    }
+    let mut line = String::new();
+    stdin.read_line(&mut line).context("can't read the password from standard input")?;
+    let password = line.strip_suffix('\n').map_or(line.as_str(), |rest| rest.strip_suffix('\r').unwrap_or(rest));
+    if password.is_empty() {
+        bail!("can't hash an empty password: give one line on standard input");
+    }
+    let hash = Auth::hash_password(password).map_err(|problem| anyhow!(problem))?;
+    println!("{hash}");
+    eprintln!("hint: in config.toml under [gateway.auth] set mode = \"password\" and password_hash = \"{hash}\"");
+    Ok(())
 }
 
 /// Runs the gateway.
@@ -43,12 +88,29 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
             "refusing to listen on {address} without authentication: set gateway.auth.mode = \"token\" or bind to 127.0.0.1"
         );
     }
-    let agent = Arc::new(environment.ready_assistant(None, true, "api")?);
+    let agent = Arc::new(environment.ready_assistant(None, true, "gateway")?);
     let mut models = vec![agent.settings().model.clone()];
     models.extend(environment.config().llm.fallbacks.iter().cloned());
     models.extend(environment.config().agents.keys().map(|role| format!("squidbot/{role}")));
     models.dedup();
-    let gateway = Gateway::new(agent, auth, models);
+    let providers = environment
+        .router()?
+        .describe()
+        .into_iter()
+        .map(|info| {
+            serde_json::json!({"name": info.name, "kind": format!("{:?}", info.kind), "api_base": info.api_base})
+        })
+        .collect();
+    let services = Services {
+        memories: Some(Arc::new(environment.memories()?)),
+        documents: Some(environment.documents()),
+        memory_context: crate::wiring::OWNER_CONTEXT.to_owned(),
+        document_cap: environment.config().memory.document_cap,
+        providers,
+        config: serde_json::to_value(environment.config()).unwrap_or_default(),
+    };
+    let runner = Runner::new(agent, EventHub::new());
+    let gateway = Gateway::new(runner, auth, models, services);
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
         .await
         .with_context(|| format!("can't listen on {address}:{port}"))?;

@@ -9,15 +9,15 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::harness::{Home, messages};
 
-const TOKEN: &str = "gw-test-token";
+pub(crate) const TOKEN: &str = "gw-test-token";
 
 /// A running gateway and its base URL.
-struct Running {
-    child: tokio::process::Child,
-    base: String,
+pub(crate) struct Running {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) base: String,
 }
 
-async fn start(home: &Home) -> Running {
+pub(crate) async fn start(home: &Home) -> Running {
     let mut child = home.command(&["gateway", "--port", "0"]).spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
@@ -27,7 +27,7 @@ async fn start(home: &Home) -> Running {
     Running { child, base }
 }
 
-fn gateway_home(server: &ScriptedLlm) -> Home {
+pub(crate) fn gateway_home(server: &ScriptedLlm) -> Home {
     let home = Home::with_minimal_config(server);
     home.append_config(&format!("[gateway.auth]\ntoken = \"{TOKEN}\"\n"));
     home

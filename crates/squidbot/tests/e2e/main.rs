@@ -6,6 +6,8 @@
 mod bad_input;
 mod chat;
 mod gateway;
+mod gateway_password;
 mod harness;
 mod memory;
+mod protocol;
 mod repl;

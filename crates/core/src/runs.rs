@@ -1,0 +1,484 @@
+//! Runs turns for long-lived front ends (the gateway's protocols, channels, the scheduler):
+//! keeps sessions open, one turn at a time per session and many sessions in parallel,
+//! publishes every step to the [`EventHub`], lets any front end abort a run, and waits for
+//! running turns on shutdown.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use squidbot_types::ToolCall;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnStatus};
+use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
+use crate::session::Session;
+
+/// A session shared between front ends.
+pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
+
+/// Longest accepted run id (clients may choose it, e.g. OpenClaw's idempotency key).
+const MAX_RUN_ID_CHARS: usize = 128;
+
+/// A turn to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The session.
+    pub session_key: String,
+    /// The user's message.
+    pub input: String,
+    /// Who asks (`openai`, `openclaw`, `ui`, ...), for logs and events.
+    pub origin: String,
+    /// The run's id; a fresh one when `None`.
+    pub run_id: Option<String>,
+}
+
+/// A started run: its id and its events from the very first.
+#[derive(Debug)]
+pub struct RunHandle {
+    /// The run id.
+    pub run_id: String,
+    /// The session.
+    pub session_key: String,
+    /// This run's events, `Started` to a terminal one.
+    pub events: Subscription,
+}
+
+/// Why a run was not started.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RunError {
+    /// A run with this id is still going.
+    #[error("run {0} is already running")]
+    AlreadyRunning(String),
+    /// The server is stopping.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+    /// The request makes no sense.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+struct ActiveRun {
+    session_key: String,
+    cancel: CancellationToken,
+}
+
+/// Runs turns and owns the open sessions.
+pub struct Runner {
+    agent: Arc<Agent>,
+    hub: Arc<EventHub>,
+    sessions: Mutex<HashMap<String, SharedSession>>,
+    active: Mutex<HashMap<String, ActiveRun>>,
+    tracker: TaskTracker,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Runner").field("open_sessions", &self.open_sessions()).finish()
+    }
+}
+
+fn unix_ms(agent: &Agent) -> i64 {
+    agent.clock().now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as i64)
+}
+
+impl Runner {
+    /// A runner for `agent` publishing to `hub`.
+    pub fn new(agent: Arc<Agent>, hub: Arc<EventHub>) -> Arc<Self> {
+        Arc::new(Self {
+            agent,
+            hub,
+            sessions: Mutex::new(HashMap::new()),
+            active: Mutex::new(HashMap::new()),
+            tracker: TaskTracker::new(),
+        })
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Arc<Agent> {
+        &self.agent
+    }
+
+    /// The event stream.
+    pub fn hub(&self) -> &Arc<EventHub> {
+        &self.hub
+    }
+
+    /// Sessions loaded in memory.
+    pub fn open_sessions(&self) -> usize {
+        self.sessions.lock().map_or(0, |open| open.len())
+    }
+
+    /// Runs going on now, as (run id, session key).
+    pub fn active_runs(&self) -> Vec<(String, String)> {
+        self.active.lock().map_or_else(
+            |_| Vec::new(),
+            |active| active.iter().map(|(id, run)| (id.clone(), run.session_key.clone())).collect(),
+        )
+    }
+
+    /// The session for `key`, loading it from the store on first use.
+    pub async fn session(&self, key: &str) -> Result<SharedSession, AgentError> {
+        if let Some(session) = self.sessions.lock().ok().and_then(|open| open.get(key).cloned()) {
+            return Ok(session);
+        }
+        let (session, warnings) = self.agent.open_session(key).await?;
+        for warning in warnings {
+            tracing::warn!(session = key, "{warning}");
+        }
+        let shared = Arc::new(tokio::sync::Mutex::new(session));
+        match self.sessions.lock() {
+            Ok(mut open) => Ok(open.entry(key.to_owned()).or_insert(shared).clone()),
+            Err(_) => Ok(shared),
+        }
+    }
+
+    /// Starts a fresh conversation in `key` (waits for a running turn of it to end).
+    pub async fn reset(&self, key: &str) -> Result<(), AgentError> {
+        let session = self.session(key).await?;
+        session.lock().await.start_new_branch();
+        Ok(())
+    }
+
+    /// Starts a turn in the background. Its events are subscribed before it begins, so the
+    /// handle sees every one of them.
+    pub fn start(self: &Arc<Self>, request: RunRequest) -> Result<RunHandle, RunError> {
+        if self.tracker.is_closed() {
+            return Err(RunError::ShuttingDown);
+        }
+        if request.input.trim().is_empty() {
+            return Err(RunError::Invalid("the message is empty".into()));
+        }
+        if request.session_key.trim().is_empty() {
+            return Err(RunError::Invalid("the session key is empty".into()));
+        }
+        let run_id = match request.run_id {
+            Some(id) if id.is_empty() || id.chars().count() > MAX_RUN_ID_CHARS => {
+                return Err(RunError::Invalid(format!("run ids are 1 to {MAX_RUN_ID_CHARS} characters")));
+            }
+            Some(id) => id,
+            None => crate::ids::session_id(),
+        };
+        let cancel = CancellationToken::new();
+        {
+            let Ok(mut active) = self.active.lock() else { return Err(RunError::ShuttingDown) };
+            if active.contains_key(&run_id) {
+                return Err(RunError::AlreadyRunning(run_id));
+            }
+            active
+                .insert(run_id.clone(), ActiveRun { session_key: request.session_key.clone(), cancel: cancel.clone() });
+        }
+        let events = self.hub.subscribe(Filter::Run(run_id.clone()));
+        let handle = RunHandle { run_id: run_id.clone(), session_key: request.session_key.clone(), events };
+        let runner = self.clone();
+        self.tracker.spawn(async move {
+            let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone());
+            turn.run(&request.input, &request.origin, &cancel).await;
+            if let Ok(mut active) = runner.active.lock() {
+                active.remove(&run_id);
+            }
+        });
+        Ok(handle)
+    }
+
+    /// Stops the runs of `session_key` (only `run_id` when given); returns the ids stopped.
+    pub fn abort(&self, session_key: &str, run_id: Option<&str>) -> Vec<String> {
+        let Ok(active) = self.active.lock() else { return Vec::new() };
+        active
+            .iter()
+            .filter(|(id, run)| run.session_key == session_key && run_id.is_none_or(|wanted| wanted == id.as_str()))
+            .map(|(id, run)| {
+                run.cancel.cancel();
+                id.clone()
+            })
+            .collect()
+    }
+
+    /// Refuses new runs and waits until the running ones finish.
+    pub async fn drain(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
+
+/// One run in progress: publishes its events in order.
+struct Turn<'a> {
+    runner: &'a Runner,
+    run_id: String,
+    session_key: String,
+    seq: AtomicU64,
+    tools: Mutex<HashMap<String, Instant>>,
+}
+
+impl<'a> Turn<'a> {
+    fn new(runner: &'a Runner, run_id: String, session_key: String) -> Self {
+        Self { runner, run_id, session_key, seq: AtomicU64::new(0), tools: Mutex::new(HashMap::new()) }
+    }
+
+    fn publish(&self, kind: TurnEventKind) {
+        self.runner.hub.publish(TurnEvent {
+            run_id: self.run_id.clone(),
+            session_key: self.session_key.clone(),
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            at_ms: unix_ms(&self.runner.agent),
+            kind,
+        });
+    }
+
+    async fn run(&self, input: &str, origin: &str, cancel: &CancellationToken) {
+        let began = Instant::now();
+        let agent = &self.runner.agent;
+        let session = match self.runner.session(&self.session_key).await {
+            Ok(session) => session,
+            Err(error) => {
+                self.fail(&error, began.elapsed());
+                return;
+            }
+        };
+        let mut session = session.lock().await;
+        tracing::debug!(run = %self.run_id, session = %self.session_key, origin, "turn started");
+        self.publish(TurnEventKind::Started {
+            input: input.to_owned(),
+            origin: origin.to_owned(),
+            model: agent.settings().model.clone(),
+        });
+        if cancel.is_cancelled() {
+            self.publish(TurnEventKind::Aborted { partial: String::new(), duration: began.elapsed() });
+            return;
+        }
+        match agent.run_turn(&mut session, input, self, cancel).await {
+            Ok(outcome) => {
+                let duration = began.elapsed();
+                let end = match outcome.status {
+                    TurnStatus::Cancelled => {
+                        self.publish(TurnEventKind::Aborted { partial: outcome.reply, duration });
+                        return;
+                    }
+                    TurnStatus::Completed => RunEnd::Completed,
+                    TurnStatus::MaxTurns => RunEnd::MaxTurns,
+                };
+                self.publish(TurnEventKind::Finished {
+                    reply: outcome.reply,
+                    end,
+                    usage: outcome.usage,
+                    model: outcome.model,
+                    tool_calls: outcome.tool_calls,
+                    duration,
+                });
+            }
+            Err(error) => self.fail(&error, began.elapsed()),
+        }
+    }
+
+    fn fail(&self, error: &AgentError, duration: Duration) {
+        tracing::warn!(run = %self.run_id, session = %self.session_key, %error, "turn failed");
+        self.publish(TurnEventKind::Failed { error: error.to_string(), duration });
+    }
+}
+
+impl AgentEvents for Turn<'_> {
+    fn text_delta(&self, text: &str) {
+        self.publish(TurnEventKind::Delta { text: text.to_owned() });
+    }
+
+    fn stream_reset(&self) {
+        self.publish(TurnEventKind::StreamReset);
+    }
+
+    fn tool_started(&self, call: &ToolCall) {
+        if let Ok(mut tools) = self.tools.lock() {
+            tools.insert(call.id.clone(), Instant::now());
+        }
+        self.publish(TurnEventKind::ToolStarted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+    }
+
+    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
+        let began = self.tools.lock().ok().and_then(|mut tools| tools.remove(&call.id));
+        self.publish(TurnEventKind::ToolFinished {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            is_error,
+            duration: began.map(|began| began.elapsed()).unwrap_or_default(),
+        });
+    }
+
+    fn warning(&self, message: &str) {
+        self.publish(TurnEventKind::Warning { message: message.to_owned() });
+    }
+
+    fn notice(&self, message: &str) {
+        self.publish(TurnEventKind::Notice { message: message.to_owned() });
+    }
+
+    fn model_call(&self, report: &ModelCallReport) {
+        self.publish(TurnEventKind::ModelCall {
+            model: report.model.clone(),
+            duration: report.duration,
+            usage: report.usage,
+            ok: report.ok,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use squidbot_types::Usage;
+
+    use super::*;
+    use crate::agent::AgentSettings;
+    use crate::clock::SystemClock;
+    use crate::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StopReason, StreamSink};
+    use crate::store::memory::MemorySessionStore;
+    use crate::tool::ToolRegistry;
+    use crate::workspace::MemoryWorkspace;
+
+    /// Streams "echo: <last user message>" in two pieces; hangs on "hang".
+    struct Echo;
+
+    impl LlmProvider for Echo {
+        async fn complete<'a>(
+            &'a self,
+            request: &'a CompletionRequest,
+            sink: &'a dyn StreamSink,
+        ) -> Result<Completion, ProviderError> {
+            let last = match request.messages.last() {
+                Some(squidbot_types::ChatMessage::User { content }) => content.clone(),
+                _ => String::new(),
+            };
+            sink.text_delta("echo: ");
+            if last == "hang" {
+                std::future::pending::<()>().await;
+            }
+            sink.text_delta(&last);
+            Ok(Completion {
+                content: format!("echo: {last}"),
+                tool_calls: Vec::new(),
+                usage: Usage { input_tokens: 7, output_tokens: 3, cached_input_tokens: 0 },
+                stop_reason: StopReason::EndTurn,
+                model: "fake/echo".into(),
+            })
+        }
+    }
+
+    fn runner() -> Arc<Runner> {
+        let settings = AgentSettings {
+            model: "fake/echo".into(),
+            max_turns: 4,
+            max_tokens: 100,
+            temperature: None,
+            context_window: 10_000,
+            stream: true,
+            workspace: PathBuf::from("/nonexistent"),
+            runtime: crate::context::RuntimeInfo::default(),
+            context: "owner".into(),
+        };
+        let agent = Agent::new(
+            Arc::new(Echo),
+            ToolRegistry::default(),
+            Arc::new(MemorySessionStore::default()),
+            Arc::new(MemoryWorkspace::new()),
+            Arc::new(SystemClock),
+            settings,
+        );
+        Runner::new(Arc::new(agent), EventHub::new())
+    }
+
+    async fn collect(handle: &mut RunHandle) -> Vec<Arc<TurnEvent>> {
+        let mut events = Vec::new();
+        while let Some(event) = handle.events.recv().await {
+            let terminal = event.kind.is_terminal();
+            events.push(event);
+            if terminal {
+                break;
+            }
+        }
+        events
+    }
+
+    #[tokio::test]
+    async fn a_run_publishes_its_steps_in_order_to_every_reader() {
+        let runner = runner();
+        let mut watcher = runner.hub().subscribe(Filter::Session("s".into()));
+        let request = RunRequest {
+            session_key: "s".into(),
+            input: "hi".into(),
+            origin: "test".into(),
+            run_id: Some("r1".into()),
+        };
+        let mut handle = runner.start(request).unwrap();
+        let events = collect(&mut handle).await;
+        let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+        assert!(
+            matches!(&events[0].kind, TurnEventKind::Started { input, origin, .. } if input == "hi" && origin == "test")
+        );
+        let deltas: String = events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                TurnEventKind::Delta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, "echo: hi");
+        assert!(events.iter().any(
+            |event| matches!(&event.kind, TurnEventKind::ModelCall { model, ok: true, .. } if model == "fake/echo")
+        ));
+        match &events.last().unwrap().kind {
+            TurnEventKind::Finished { reply, end: RunEnd::Completed, usage, .. } => {
+                assert_eq!(reply, "echo: hi");
+                assert_eq!(usage.input_tokens, 7);
+            }
+            other => panic!("unexpected end {other:?}"),
+        }
+        for expected in &events {
+            assert_eq!(&watcher.recv().await.unwrap(), expected);
+        }
+        assert!(runner.active_runs().is_empty());
+        let session = runner.session("s").await.unwrap();
+        assert_eq!(session.lock().await.history().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn runs_can_be_aborted_by_session_and_ids_are_unique_while_running() {
+        let runner = runner();
+        let request = |id: &str, input: &str| RunRequest {
+            session_key: "s".into(),
+            input: input.into(),
+            origin: "test".into(),
+            run_id: Some(id.into()),
+        };
+        let mut hanging = runner.start(request("r1", "hang")).unwrap();
+        while let Some(event) = hanging.events.recv().await {
+            if matches!(event.kind, TurnEventKind::Delta { .. }) {
+                break;
+            }
+        }
+        assert_eq!(runner.start(request("r1", "again")).unwrap_err(), RunError::AlreadyRunning("r1".into()));
+        assert!(matches!(runner.start(request("r2", "  ")), Err(RunError::Invalid(_))));
+        assert!(runner.abort("other", None).is_empty());
+        assert_eq!(runner.abort("s", Some("r1")), ["r1"]);
+        let events = collect(&mut hanging).await;
+        assert!(matches!(&events.last().unwrap().kind, TurnEventKind::Aborted { partial, .. } if partial == "echo: "));
+        runner.drain().await;
+        assert_eq!(runner.start(request("r3", "late")).unwrap_err(), RunError::ShuttingDown);
+    }
+
+    #[tokio::test]
+    async fn reset_starts_a_fresh_conversation() {
+        let runner = runner();
+        let request = RunRequest { session_key: "s".into(), input: "one".into(), origin: "test".into(), run_id: None };
+        let mut handle = runner.start(request).unwrap();
+        collect(&mut handle).await;
+        runner.reset("s").await.unwrap();
+        let session = runner.session("s").await.unwrap();
+        assert!(session.lock().await.history().is_empty());
+    }
+}

@@ -1,0 +1,423 @@
+//! The OpenClaw gateway protocol over WebSocket, on the root path of the gateway's port
+//! (a plain `GET /` serves the web UI instead).
+//!
+//! A connection gets `connect.challenge`, must answer with a `connect` request carrying
+//! its credentials, and then sends `req` frames answered by `res` frames, while turn
+//! events of the sessions it works with arrive as `agent` and `chat` events. Every frame
+//! the server sends goes through one bounded queue: a client that stops reading is
+//! disconnected instead of buffering without limit.
+
+pub mod frame;
+mod methods;
+mod translate;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Map, Value, json};
+use squidbot_core::events::{Filter, Subscription};
+use tokio::sync::mpsc;
+
+use crate::Gateway;
+use frame::{ClientFrame, ErrorCode, FrameError, MethodError};
+
+/// Protocol versions spoken.
+pub const PROTOCOL_MIN: u64 = 3;
+/// The newest protocol version.
+pub const PROTOCOL_MAX: u64 = 4;
+
+/// Frames queued for a client before it counts as not reading.
+const OUT_QUEUE: usize = 1024;
+
+/// Interval of `tick` events.
+const TICK: Duration = Duration::from_secs(15);
+
+/// Time a client has to send `connect`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest message the WebSocket layer reads at all; the protocol limits are lower and
+/// answered with an error frame.
+const MAX_WIRE_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// `GET /`: the protocol for WebSocket upgrades, the web UI otherwise.
+pub async fn root(
+    State(gateway): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    match upgrade {
+        Ok(upgrade) => upgrade
+            .max_message_size(MAX_WIRE_MESSAGE)
+            .max_frame_size(MAX_WIRE_MESSAGE)
+            .on_upgrade(move |socket| serve(gateway, socket, peer)),
+        Err(_) => crate::ui::index().await,
+    }
+}
+
+async fn sleep_until_or_never(deadline: Option<std::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+/// Which operations a connection may call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// Counts the connection while it lives.
+struct OpenGuard(Arc<Gateway>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.ws_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why the connection loop stopped.
+enum Stop {
+    /// The client closed or vanished.
+    Gone,
+    /// Close with this code and reason.
+    Close(u16, &'static str),
+    /// The client does not read; drop it without ceremony.
+    NotReading,
+}
+
+/// One client connection.
+pub(crate) struct Connection {
+    gateway: Arc<Gateway>,
+    peer: SocketAddr,
+    conn_id: String,
+    out: mpsc::Sender<Message>,
+    seq: u64,
+    protocol: u64,
+    access: Access,
+    scopes: Vec<String>,
+    watched: Arc<Mutex<HashSet<String>>>,
+    runs: translate::Runs,
+    not_reading: bool,
+}
+
+async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
+    gateway.ws_open.fetch_add(1, Ordering::Relaxed);
+    gateway.metrics.ws_connected();
+    let _open = OpenGuard(gateway.clone());
+    let (mut sink, mut stream) = socket.split();
+    let (out, mut queue) = mpsc::channel::<Message>(OUT_QUEUE);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = queue.recv().await {
+            let closing = matches!(message, Message::Close(_));
+            if sink.send(message).await.is_err() || closing {
+                break;
+            }
+        }
+    });
+    let watched = Arc::new(Mutex::new(HashSet::new()));
+    let mut connection = Connection {
+        gateway: gateway.clone(),
+        peer,
+        conn_id: squidbot_core::ids::session_id(),
+        out,
+        seq: 0,
+        protocol: PROTOCOL_MAX,
+        access: Access::Read,
+        scopes: Vec::new(),
+        watched: watched.clone(),
+        runs: translate::Runs::default(),
+        not_reading: false,
+    };
+    let stop = match connection.handshake(&mut stream).await {
+        Ok(()) => {
+            let filter = {
+                let watched = watched.clone();
+                Filter::Custom(Arc::new(move |event| {
+                    watched
+                        .lock()
+                        .is_ok_and(|watched| watched.contains(&event.session_key) || watched.contains(&event.run_id))
+                }))
+            };
+            let events = gateway.runner.hub().subscribe(filter);
+            connection.main_loop(&mut stream, events).await
+        }
+        Err(stop) => stop,
+    };
+    match stop {
+        Stop::NotReading => {
+            tracing::warn!(peer = %connection.peer, "dropped a WebSocket client that stopped reading");
+            gateway.metrics.error("ws_slow_client");
+            writer.abort();
+        }
+        Stop::Close(code, reason) => {
+            connection.push(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from_static(reason) })));
+            drop(connection);
+            let _finished = tokio::time::timeout(Duration::from_secs(5), writer).await;
+        }
+        Stop::Gone => {
+            drop(connection);
+            let _finished = tokio::time::timeout(Duration::from_secs(5), writer).await;
+        }
+    }
+}
+
+impl Connection {
+    /// Queues a frame; a full queue marks the client as not reading.
+    fn push(&mut self, message: Message) {
+        if self.not_reading {
+            return;
+        }
+        if self.out.try_send(message).is_err() {
+            self.not_reading = true;
+        }
+    }
+
+    fn send_text(&mut self, text: String) {
+        self.push(Message::Text(text.into()));
+    }
+
+    pub(crate) fn send_event(&mut self, name: &str, payload: Value) {
+        self.seq += 1;
+        let text = frame::event(name, payload, self.seq);
+        self.send_text(text);
+    }
+
+    fn respond(&mut self, id: &str, result: Result<Value, MethodError>) {
+        let text = match result {
+            Ok(payload) => frame::ok_response(id, payload),
+            Err(error) => frame::error_response(Some(id), &error),
+        };
+        self.send_text(text);
+    }
+
+    fn frame_error(&mut self, error: &FrameError) {
+        self.gateway.metrics.error("ws_frame");
+        tracing::debug!(peer = %self.peer, %error, "bad WebSocket frame");
+        let text = frame::error_response(error.request_id(), &MethodError::invalid(error.to_string()));
+        self.send_text(text);
+    }
+
+    /// Sends the challenge and waits for a valid `connect`.
+    async fn handshake(&mut self, stream: &mut futures_util::stream::SplitStream<WebSocket>) -> Result<(), Stop> {
+        let nonce = squidbot_core::ids::session_id();
+        self.send_event("connect.challenge", json!({"nonce": nonce, "ts": unix_ms()}));
+        let deadline = tokio::time::sleep(CONNECT_TIMEOUT);
+        tokio::pin!(deadline);
+        loop {
+            let message = tokio::select! {
+                () = &mut deadline => return Err(Stop::Close(1008, "connect timeout")),
+                () = self.gateway.shutdown.cancelled() => return Err(Stop::Close(1001, "gateway stopping")),
+                message = stream.next() => message,
+            };
+            let text = match message {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Err(Stop::Gone),
+                Some(Ok(Message::Text(text))) => text,
+                Some(Ok(Message::Binary(_))) => {
+                    self.frame_error(&FrameError::Binary);
+                    return Err(Stop::Close(1003, "binary frames are not supported"));
+                }
+                Some(Ok(_)) => continue,
+            };
+            match frame::parse(text.as_str(), frame::MAX_PRE_AUTH_BYTES) {
+                Ok(ClientFrame::Request { id, method, params }) if method == "connect" => {
+                    return match self.connect(&params) {
+                        Ok(()) => {
+                            let hello = self.hello().await;
+                            self.respond(&id, Ok(hello));
+                            Ok(())
+                        }
+                        Err((error, stop)) => {
+                            self.respond(&id, Err(error));
+                            Err(stop)
+                        }
+                    };
+                }
+                Ok(ClientFrame::Request { id, method, .. }) => {
+                    let error = MethodError::invalid(format!("the first request must be `connect`, not `{method}`"));
+                    self.respond(&id, Err(error));
+                    return Err(Stop::Close(1008, "connect first"));
+                }
+                Ok(ClientFrame::Cancel { .. }) => continue,
+                Err(error @ FrameError::TooLarge { .. }) => {
+                    self.frame_error(&error);
+                    return Err(Stop::Close(1009, "frame too large"));
+                }
+                Err(error) => {
+                    self.frame_error(&error);
+                    return Err(Stop::Close(1008, "malformed frame before connect"));
+                }
+            }
+        }
+    }
+
+    /// Checks a `connect` request: protocol range, role, credentials, scopes.
+    fn connect(&mut self, params: &Map<String, Value>) -> Result<(), (MethodError, Stop)> {
+        let bad = |message: String| (MethodError::invalid(message), Stop::Close(1008, "bad connect"));
+        let min = params.get("minProtocol").and_then(Value::as_u64).unwrap_or(PROTOCOL_MAX);
+        let max = params.get("maxProtocol").and_then(Value::as_u64).unwrap_or(min);
+        if min > max {
+            return Err(bad(format!("minProtocol {min} is above maxProtocol {max}")));
+        }
+        if max < PROTOCOL_MIN || min > PROTOCOL_MAX {
+            let error = MethodError::invalid(format!(
+                "protocol {min}..{max} is not supported; this gateway speaks {PROTOCOL_MIN} to {PROTOCOL_MAX}"
+            ))
+            .with_details(json!({"code": "PROTOCOL_MISMATCH", "min": PROTOCOL_MIN, "max": PROTOCOL_MAX}));
+            return Err((error, Stop::Close(1002, "protocol mismatch")));
+        }
+        self.protocol = max.min(PROTOCOL_MAX);
+        if let Some(role) = params.get("role").and_then(Value::as_str)
+            && role != "operator"
+        {
+            return Err(bad(format!("role {role:?} is not supported; connect as \"operator\"")));
+        }
+        let auth = params.get("auth").and_then(Value::as_object);
+        let token = auth.and_then(|auth| auth.get("token")).and_then(Value::as_str);
+        let password = auth.and_then(|auth| auth.get("password")).and_then(Value::as_str);
+        let peer = self.peer.ip();
+        let verdict = self.gateway.authorize_with(peer, |mode| match mode {
+            crate::Auth::None => true,
+            crate::Auth::Token(_) => token.is_some_and(|token| mode.check_token(token)),
+            _ => password.is_some_and(|password| mode.check_password(password)),
+        });
+        match verdict {
+            Ok(()) => {}
+            Err(crate::Refusal::LockedOut(wait)) => {
+                let error = MethodError::new(ErrorCode::RateLimited, "too many failed attempts from this address")
+                    .with_details(json!({"code": "RATE_LIMITED", "retryAfterMs": wait.as_millis() as u64}));
+                return Err((error, Stop::Close(1008, "rate limited")));
+            }
+            Err(crate::Refusal::Unauthorized) => {
+                let code = match (&self.gateway.auth, token, password) {
+                    (crate::Auth::Token(_), None, _) => "AUTH_TOKEN_MISSING",
+                    (crate::Auth::Token(_), Some(_), _) => "AUTH_TOKEN_MISMATCH",
+                    (_, _, None) => "AUTH_PASSWORD_MISSING",
+                    _ => "AUTH_PASSWORD_MISMATCH",
+                };
+                let error =
+                    MethodError::new(ErrorCode::Forbidden, "unauthorized: wrong or missing gateway credentials")
+                        .with_details(json!({"code": code}));
+                return Err((error, Stop::Close(1008, "unauthorized")));
+            }
+        }
+        let requested: Vec<String> = params
+            .get("scopes")
+            .and_then(Value::as_array)
+            .map(|scopes| scopes.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_else(|| vec!["operator.read".to_owned()]);
+        self.access = if requested.iter().any(|scope| scope == "operator.write" || scope == "operator.admin") {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        self.scopes = requested;
+        let client = params.get("client").cloned().unwrap_or(Value::Null);
+        tracing::info!(peer = %self.peer, client = %client, protocol = self.protocol, "WebSocket client connected");
+        Ok(())
+    }
+
+    async fn hello(&self) -> Value {
+        let health = crate::health::report(&self.gateway).await;
+        json!({
+            "type": "hello-ok",
+            "protocol": self.protocol,
+            "server": {"version": env!("CARGO_PKG_VERSION"), "connId": self.conn_id, "name": "squidbot"},
+            "features": {"methods": methods::NAMES, "events": translate::EVENTS},
+            "snapshot": {
+                "presence": [],
+                "health": health,
+                "stateVersion": {"presence": 0, "health": 0},
+                "uptimeMs": self.gateway.started.elapsed().as_millis() as u64,
+                "sessionDefaults": {"defaultAgentId": "main", "mainKey": "main", "mainSessionKey": methods::MAIN_SESSION},
+            },
+            "auth": {"role": "operator", "scopes": self.scopes},
+            "policy": {
+                "maxPayload": frame::MAX_FRAME_BYTES,
+                "maxBufferedBytes": frame::MAX_FRAME_BYTES * 8,
+                "tickIntervalMs": TICK.as_millis() as u64,
+            },
+        })
+    }
+
+    /// Watches a session's (or run's) events from now on.
+    pub(crate) fn watch(&self, key: &str) {
+        if let Ok(mut watched) = self.watched.lock() {
+            watched.insert(key.to_owned());
+        }
+    }
+
+    async fn main_loop(
+        &mut self,
+        stream: &mut futures_util::stream::SplitStream<WebSocket>,
+        mut events: Subscription,
+    ) -> Stop {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
+        loop {
+            if self.not_reading {
+                return Stop::NotReading;
+            }
+            let flush_at = self.runs.next_flush();
+            tokio::select! {
+                () = self.gateway.shutdown.cancelled() => return Stop::Close(1012, "gateway restarting"),
+                () = sleep_until_or_never(flush_at) => self.flush_due(),
+                _ = tick.tick() => self.send_event("tick", json!({"ts": unix_ms()})),
+                event = events.recv() => match event {
+                    Some(event) => self.forward(&event),
+                    None => return Stop::NotReading,
+                },
+                message = stream.next() => {
+                    let text = match message {
+                        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Stop::Gone,
+                        Some(Ok(Message::Text(text))) => text,
+                        Some(Ok(Message::Binary(_))) => {
+                            self.frame_error(&FrameError::Binary);
+                            continue;
+                        }
+                        Some(Ok(_)) => continue,
+                    };
+                    match frame::parse(text.as_str(), frame::MAX_FRAME_BYTES) {
+                        Ok(ClientFrame::Request { id, method, params }) => self.request(&id, &method, &params).await,
+                        Ok(ClientFrame::Cancel { .. }) => {}
+                        Err(error @ FrameError::TooLarge { .. }) => {
+                            self.frame_error(&error);
+                            return Stop::Close(1009, "frame too large");
+                        }
+                        Err(error) => self.frame_error(&error),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn request(&mut self, id: &str, method: &str, params: &Map<String, Value>) {
+        let Some(access) = methods::access(method) else {
+            let error = MethodError::invalid(format!("unknown method `{method}`"))
+                .with_details(json!({"code": "UNKNOWN_METHOD", "method": method}));
+            self.respond(id, Err(error));
+            return;
+        };
+        if access == Access::Write && self.access != Access::Write {
+            let error = MethodError::new(ErrorCode::Forbidden, format!("`{method}` needs the operator.write scope"))
+                .with_details(json!({"code": "MISSING_SCOPE", "scope": "operator.write"}));
+            self.respond(id, Err(error));
+            return;
+        }
+        if let Some(result) = methods::call(self, id, method, params).await {
+            self.respond(id, result);
+        }
+    }
+}

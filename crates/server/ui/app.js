@@ -1,0 +1,969 @@
+// squidbot web UI: a single page speaking the gateway's WebSocket protocol, no dependencies.
+// Server data only ever reaches the page as text nodes (never as markup).
+'use strict';
+
+const AUTH_KEY = 'squidbot.auth';
+const DEFAULT_SESSION = 'agent:main:main';
+const REQUEST_TIMEOUT_MS = 30000;
+const MAX_BACKOFF_MS = 30000;
+
+const $ = (id) => document.getElementById(id);
+
+// Builds an element; string children become text nodes, so nothing is parsed as HTML.
+function h(tag, attributes, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) element.addEventListener(name.slice(2), value);
+    else if (name === 'class') element.className = value;
+    else element.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    element.append(child instanceof Node ? child : String(child));
+  }
+  return element;
+}
+
+function show(element, text) {
+  element.textContent = text || '';
+  element.hidden = !text;
+}
+
+function newId() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return Date.now().toString(36) + Math.random().toString(36).slice(2);
+}
+
+function formatTime(value) {
+  if (value === undefined || value === null || value === '') return '—';
+  let date;
+  if (typeof value === 'number') date = new Date(value < 1e12 ? value * 1000 : value);
+  else date = new Date(value);
+  return Number.isNaN(date.getTime()) ? String(value) : date.toLocaleString();
+}
+
+function formatDuration(milliseconds) {
+  let seconds = Math.floor((Number(milliseconds) || 0) / 1000);
+  const parts = [];
+  for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60]]) {
+    if (seconds >= size || parts.length) parts.push(Math.floor(seconds / size) + unit);
+    seconds %= size;
+  }
+  parts.push(seconds + 's');
+  return parts.join(' ');
+}
+
+// Message content is either a string or a list of typed parts.
+function contentText(content) {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => {
+      if (typeof part === 'string') return part;
+      if (part && typeof part.text === 'string') return part.text;
+      return part && part.type ? '[' + part.type + ']' : '';
+    }).join('');
+  }
+  if (typeof content.text === 'string') return content.text;
+  return JSON.stringify(content);
+}
+
+function usageText(usage) {
+  if (!usage) return '';
+  const input = usage.inputTokens ?? usage.input;
+  const output = usage.outputTokens ?? usage.output;
+  if (input === undefined && output === undefined) return '';
+  return (input ?? 0) + ' in / ' + (output ?? 0) + ' out tokens';
+}
+
+// connection
+
+class GatewayError extends Error {
+  constructor(code, message, details) {
+    super(message || code);
+    this.code = code;
+    this.details = details || {};
+  }
+}
+
+const connection = {
+  socket: null,
+  authenticated: false,
+  wanted: false,
+  everConnected: false,
+  attempt: 0,
+  retryTimer: null,
+  nextId: 1,
+  pending: new Map(),
+  hello: null,
+};
+
+function loadAuth() {
+  try {
+    const stored = JSON.parse(sessionStorage.getItem(AUTH_KEY) || 'null');
+    return stored && stored.secret ? stored : null;
+  } catch {
+    return null;
+  }
+}
+
+function setConnectionState(state, text) {
+  const indicator = $('conn-state');
+  indicator.dataset.state = state;
+  indicator.textContent = text;
+  show($('login-status'), state === 'idle' ? '' : text);
+}
+
+function connect() {
+  clearTimeout(connection.retryTimer);
+  const url = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/';
+  setConnectionState('connecting', 'connecting…');
+  const socket = new WebSocket(url);
+  connection.socket = socket;
+  let challenged = false;
+  // Older gateways may not send a challenge; don't wait for one forever.
+  const fallback = setTimeout(() => { if (!challenged) { challenged = true; sendConnect(socket); } }, 3000);
+  socket.onmessage = (message) => {
+    let frame;
+    try { frame = JSON.parse(message.data); } catch { return; }
+    if (frame.type === 'event' && frame.event === 'connect.challenge') {
+      if (!challenged) { challenged = true; clearTimeout(fallback); sendConnect(socket); }
+      return;
+    }
+    handleFrame(frame);
+  };
+  socket.onclose = (event) => {
+    clearTimeout(fallback);
+    if (connection.socket !== socket) return;
+    const wasAuthenticated = connection.authenticated;
+    connection.socket = null;
+    connection.authenticated = false;
+    failPending('the connection closed');
+    chatDisconnected();
+    if (!wasAuthenticated && event.code === 1008) {
+      loginFailed(event.reason || 'the gateway refused the connection', true);
+      return;
+    }
+    if (connection.wanted) scheduleReconnect();
+    else setConnectionState('idle', 'not connected');
+  };
+}
+
+function scheduleReconnect() {
+  const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** connection.attempt) + Math.floor(Math.random() * 300);
+  connection.attempt += 1;
+  setConnectionState('reconnecting', 'disconnected, retrying in ' + Math.round(delay / 1000) + ' s');
+  connection.retryTimer = setTimeout(connect, delay);
+}
+
+function failPending(reason) {
+  for (const entry of connection.pending.values()) {
+    clearTimeout(entry.timer);
+    entry.reject(new GatewayError('DISCONNECTED', reason));
+  }
+  connection.pending.clear();
+}
+
+function rawRequest(socket, method, params, timeout = REQUEST_TIMEOUT_MS) {
+  const id = String(connection.nextId++);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      connection.pending.delete(id);
+      reject(new GatewayError('TIMEOUT', method + ' got no answer in time'));
+    }, timeout);
+    connection.pending.set(id, { resolve, reject, timer });
+    try {
+      socket.send(JSON.stringify({ type: 'req', id, method, params: params || {} }));
+    } catch (error) {
+      clearTimeout(timer);
+      connection.pending.delete(id);
+      reject(new GatewayError('DISCONNECTED', String(error.message || error)));
+    }
+  });
+}
+
+function request(method, params) {
+  if (!connection.socket || !connection.authenticated) {
+    return Promise.reject(new GatewayError('DISCONNECTED', 'not connected to the gateway'));
+  }
+  return rawRequest(connection.socket, method, params);
+}
+
+function handleFrame(frame) {
+  if (frame.type === 'res') {
+    const entry = connection.pending.get(String(frame.id));
+    if (!entry) return;
+    connection.pending.delete(String(frame.id));
+    clearTimeout(entry.timer);
+    if (frame.ok) entry.resolve(frame.payload || {});
+    else {
+      const error = frame.error || {};
+      entry.reject(new GatewayError(error.code || 'ERROR', error.message, error.details));
+    }
+  } else if (frame.type === 'event') {
+    const payload = frame.payload || {};
+    if (frame.event === 'chat') onChatEvent(payload);
+    else if (frame.event === 'agent') onAgentEvent(payload);
+    // tick, presence and other events carry nothing this page shows.
+  }
+}
+
+async function sendConnect(socket) {
+  const auth = loadAuth();
+  if (!auth) { connection.wanted = false; socket.close(); showLogin(''); return; }
+  const params = {
+    minProtocol: 3,
+    maxProtocol: 4,
+    client: { id: 'webchat', version: 'squidbot-ui', platform: 'web', mode: 'webchat' },
+    role: 'operator',
+    scopes: ['operator.read', 'operator.write', 'operator.admin'],
+    auth: auth.mode === 'password' ? { password: auth.secret } : { token: auth.secret },
+  };
+  try {
+    const hello = await rawRequest(socket, 'connect', params, 15000);
+    if (connection.socket !== socket) return;
+    connection.authenticated = true;
+    connection.everConnected = true;
+    connection.attempt = 0;
+    connection.hello = hello;
+    const version = hello.server && hello.server.version;
+    setConnectionState('connected', 'connected' + (version ? ' · v' + version : ''));
+    showApp();
+  } catch (error) {
+    if (connection.socket !== socket) return;
+    if (error.code === 'UNAVAILABLE' || error.code === 'TIMEOUT' || error.code === 'DISCONNECTED') {
+      socket.close();
+      return;
+    }
+    const detail = (error.details && error.details.code) || '';
+    const rejected = detail.startsWith('AUTH_') || error.code === 'FORBIDDEN' || error.code === 'INVALID_REQUEST';
+    connection.socket = null; // so the close that follows doesn't overwrite this message
+    socket.close();
+    loginFailed(describeLoginError(error), rejected);
+  }
+}
+
+function describeLoginError(error) {
+  const detail = (error.details && error.details.code) || '';
+  if (detail === 'AUTH_TOKEN_MISMATCH') return 'Login failed: wrong token.';
+  if (detail === 'AUTH_PASSWORD_MISMATCH') return 'Login failed: wrong password.';
+  if (error.code === 'RATE_LIMITED') return 'Too many failed attempts; try again later. ' + error.message;
+  return 'Login failed: ' + error.message;
+}
+
+function loginFailed(message, forgetSecret) {
+  connection.wanted = false;
+  if (forgetSecret) sessionStorage.removeItem(AUTH_KEY);
+  setConnectionState('idle', 'not connected');
+  showLogin(message);
+}
+
+// views
+
+function showLogin(errorMessage) {
+  $('app-view').hidden = true;
+  $('login-view').hidden = false;
+  $('login-submit').disabled = false;
+  show($('login-error'), errorMessage);
+  $('login-secret').focus();
+}
+
+let currentPanel = 'chat';
+
+function showApp() {
+  $('login-view').hidden = true;
+  $('app-view').hidden = false;
+  show($('login-error'), '');
+  loadChatHistory();
+  loadSessionOptions();
+  showPanel(currentPanel);
+}
+
+const loaders = {
+  chat: () => $('chat-input').focus(),
+  sessions: () => loadSessions(),
+  memory: () => { loadMemories(); loadMemoryDoc(); },
+  skills: () => loadSkills(),
+  cron: () => loadCron(),
+  status: () => loadStatus(),
+};
+
+function showPanel(name) {
+  currentPanel = name;
+  for (const button of document.querySelectorAll('#nav [data-panel]')) {
+    if (button.dataset.panel === name) button.setAttribute('aria-current', 'page');
+    else button.removeAttribute('aria-current');
+  }
+  for (const panel of document.querySelectorAll('main > .panel')) panel.hidden = panel.id !== 'panel-' + name;
+  loaders[name]();
+}
+
+function panelState(name, state, error) {
+  $('panel-' + name).dataset.state = state;
+  const errorElement = $(name + '-error');
+  if (errorElement) show(errorElement, error ? error.message : '');
+}
+
+// chat
+
+const chat = {
+  session: DEFAULT_SESSION,
+  bubbles: new Map(),
+  tools: new Map(),
+  running: new Set(),
+  ownRuns: new Set(),
+  early: [],
+  sending: false,
+  historyLoading: false,
+  historyToken: 0,
+};
+
+function updateChatControls() {
+  const busy = chat.sending || chat.running.size > 0;
+  $('chat-stop').hidden = !busy;
+  // Sending before history arrives would let the history render wipe the new message.
+  $('chat-send').disabled = busy || chat.historyLoading;
+  $('panel-chat').dataset.state = busy ? 'running' : 'idle';
+}
+
+function scrollLog() {
+  const log = $('chat-log');
+  log.scrollTop = log.scrollHeight;
+}
+
+function addMessage(role, text) {
+  const bubble = h('div', { class: 'msg ' + role, 'data-testid': 'chat-message', 'data-role': role },
+    h('div', { class: 'msg-role' }, role),
+    h('div', { class: 'msg-text' }, text));
+  $('chat-log').append(bubble);
+  scrollLog();
+  return bubble;
+}
+
+function setMeta(bubble, text) {
+  let meta = bubble.querySelector('.msg-meta');
+  if (!meta) { meta = h('div', { class: 'msg-meta' }); bubble.append(meta); }
+  meta.textContent = text;
+}
+
+function runBubble(runId) {
+  let bubble = chat.bubbles.get(runId);
+  if (!bubble) {
+    bubble = addMessage('assistant', '');
+    bubble.dataset.runId = runId;
+    bubble.dataset.state = 'streaming';
+    bubble.dataset.deltas = '0';
+    chat.bubbles.set(runId, bubble);
+  }
+  return bubble;
+}
+
+function setRunning(runId, running) {
+  if (running) chat.running.add(runId); else chat.running.delete(runId);
+  if (!running) {
+    // A run that ended mid-tool (stopped, failed) never reports the tool's result.
+    for (const line of chat.tools.values()) {
+      if (line.dataset.runId === runId && line.dataset.state === 'running') {
+        line.dataset.state = 'stopped';
+        line.textContent = '⚙ ' + line.dataset.tool + ' stopped';
+      }
+    }
+  }
+  updateChatControls();
+}
+
+// Shows events for the shown session and for runs this page started. While a send is in
+// flight its run id is unknown, so other events wait until the answer names it.
+function route(payload, apply) {
+  if (payload.sessionKey === chat.session || chat.ownRuns.has(payload.runId)) apply(payload);
+  else if (chat.sending) chat.early.push([payload, apply]);
+}
+
+function onChatEvent(payload) {
+  route(payload, applyChatEvent);
+}
+
+function onAgentEvent(payload) {
+  route(payload, applyAgentEvent);
+}
+
+function applyChatEvent(payload) {
+  if (!payload.runId) return;
+  const bubble = runBubble(payload.runId);
+  const text = bubble.querySelector('.msg-text');
+  const full = payload.message ? contentText(payload.message.content) : null;
+  switch (payload.state) {
+    case 'delta':
+      if (full) text.textContent = full;
+      else if (payload.deltaText) text.textContent += payload.deltaText;
+      bubble.dataset.deltas = String(Number(bubble.dataset.deltas) + 1);
+      setRunning(payload.runId, true);
+      break;
+    case 'final':
+      if (full) text.textContent = full;
+      bubble.dataset.state = 'final';
+      setMeta(bubble, usageText(payload.usage));
+      setRunning(payload.runId, false);
+      break;
+    case 'aborted':
+      bubble.dataset.state = 'aborted';
+      setMeta(bubble, 'stopped');
+      setRunning(payload.runId, false);
+      break;
+    case 'error':
+      bubble.dataset.state = 'error';
+      setMeta(bubble, payload.errorMessage || 'the run failed');
+      show($('chat-error'), payload.errorMessage || 'the run failed');
+      setRunning(payload.runId, false);
+      break;
+    default:
+      break;
+  }
+  scrollLog();
+}
+
+function toolLine(text, state) {
+  return h('div', { class: 'tool-line', 'data-testid': 'tool-line', 'data-state': state }, text);
+}
+
+function applyAgentEvent(payload) {
+  const data = payload.data || {};
+  if (payload.stream === 'lifecycle') {
+    if (data.phase === 'start') setRunning(payload.runId, true);
+    if (data.phase === 'end' || data.phase === 'error') setRunning(payload.runId, false);
+    if (data.phase === 'error' && (data.error || data.message)) show($('chat-error'), data.error || data.message);
+  } else if (payload.stream === 'tool') {
+    const key = payload.runId + '/' + (data.toolCallId || data.name);
+    let line = chat.tools.get(key);
+    if (!line) {
+      line = toolLine('', 'running');
+      line.dataset.tool = data.name || 'tool';
+      line.dataset.runId = payload.runId;
+      chat.tools.set(key, line);
+      // Tool activity sits above the reply it led to.
+      const bubble = chat.bubbles.get(payload.runId);
+      if (bubble) bubble.before(line); else $('chat-log').append(line);
+    }
+    if (data.phase === 'start') {
+      line.textContent = '⚙ ' + (data.name || 'tool') + ' running…';
+    } else {
+      line.dataset.state = data.isError ? 'error' : 'done';
+      line.textContent = '⚙ ' + (data.name || 'tool') + (data.isError ? ' failed' : ' done');
+    }
+    scrollLog();
+  }
+}
+
+function chatDisconnected() {
+  chat.sending = false;
+  chat.running.clear();
+  for (const bubble of chat.bubbles.values()) {
+    if (bubble.dataset.state === 'streaming') { bubble.dataset.state = 'error'; setMeta(bubble, 'connection lost'); }
+  }
+  updateChatControls();
+}
+
+function resetChatLog() {
+  $('chat-log').replaceChildren();
+  chat.bubbles.clear();
+  chat.tools.clear();
+  chat.running.clear();
+  updateChatControls();
+}
+
+async function loadChatHistory() {
+  const token = ++chat.historyToken;
+  chat.historyLoading = true;
+  updateChatControls();
+  try {
+    const history = await request('chat.history', { sessionKey: chat.session, limit: 200 });
+    if (token !== chat.historyToken) return;
+    resetChatLog();
+    for (const message of history.messages || []) {
+      const text = contentText(message.content);
+      if (message.role === 'tool') $('chat-log').append(toolLine('⚙ ' + text, 'done'));
+      else addMessage(message.role === 'user' ? 'user' : 'assistant', text);
+    }
+    scrollLog();
+  } catch (error) {
+    if (token === chat.historyToken) show($('chat-error'), "can't load history: " + error.message);
+  } finally {
+    if (token === chat.historyToken) { chat.historyLoading = false; updateChatControls(); }
+  }
+}
+
+async function sendMessage(event) {
+  event.preventDefault();
+  const input = $('chat-input');
+  const message = input.value.trim();
+  if (!message || chat.sending || chat.running.size || chat.historyLoading) return;
+  show($('chat-error'), '');
+  addMessage('user', message);
+  input.value = '';
+  chat.sending = true;
+  updateChatControls();
+  try {
+    const result = await request('chat.send', { sessionKey: chat.session, message, idempotencyKey: newId() });
+    if (result.runId) {
+      chat.ownRuns.add(result.runId);
+      for (const [payload, apply] of chat.early) if (payload.runId === result.runId) apply(payload);
+      const bubble = runBubble(result.runId);
+      if (bubble.dataset.state === 'streaming') chat.running.add(result.runId);
+    }
+  } catch (error) {
+    show($('chat-error'), "can't send: " + error.message);
+  } finally {
+    chat.sending = false;
+    chat.early = [];
+    updateChatControls();
+  }
+}
+
+async function stopRun() {
+  try {
+    const result = await request('chat.abort', { sessionKey: chat.session });
+    // Nothing was running server-side: the page's idea of a run is stale.
+    if (!result.aborted) { chat.running.clear(); updateChatControls(); }
+  } catch (error) {
+    show($('chat-error'), "can't stop: " + error.message);
+  }
+}
+
+async function newConversation() {
+  try {
+    await request('sessions.reset', { key: chat.session });
+    resetChatLog();
+    show($('chat-error'), '');
+  } catch (error) {
+    show($('chat-error'), "can't reset: " + error.message);
+  }
+}
+
+function switchSession(key) {
+  const trimmed = key.trim() || DEFAULT_SESSION;
+  $('chat-session').value = trimmed;
+  if (trimmed === chat.session) return;
+  chat.session = trimmed;
+  resetChatLog();
+  loadChatHistory();
+}
+
+// sessions
+
+function fillSessionOptions(sessions) {
+  $('chat-session-options').replaceChildren(...sessions.map((session) => h('option', { value: session.key })));
+}
+
+async function loadSessionOptions() {
+  try {
+    fillSessionOptions((await request('sessions.list', {})).sessions || []);
+  } catch {
+    // The picker still accepts typed keys; the Sessions panel reports list errors.
+  }
+}
+
+async function loadSessions() {
+  panelState('sessions', 'loading');
+  try {
+    const result = await request('sessions.list', {});
+    const sessions = (result.sessions || []).slice()
+      .sort((a, b) => new Date(b.updatedAt || 0) - new Date(a.updatedAt || 0));
+    const list = $('sessions-list');
+    list.replaceChildren();
+    if (!sessions.length) list.append(h('li', { id: 'sessions-empty', class: 'muted' }, 'No sessions yet.'));
+    for (const session of sessions) {
+      list.append(h('li', {},
+        h('button', {
+          type: 'button', class: 'session-item', 'data-testid': 'session-item', 'data-key': session.key,
+          onclick: () => openSession(session.key),
+        },
+        h('span', { class: 'session-title' }, session.title || session.key),
+        h('span', { class: 'session-meta' },
+          (session.entries ?? 0) + ' entries · ' + formatTime(session.updatedAt) + (session.archived ? ' · archived' : '')))));
+    }
+    fillSessionOptions(sessions);
+    panelState('sessions', 'loaded');
+  } catch (error) {
+    panelState('sessions', 'error', error);
+  }
+}
+
+async function openSession(key) {
+  for (const item of document.querySelectorAll('.session-item')) {
+    item.setAttribute('aria-current', String(item.dataset.key === key));
+  }
+  const view = $('session-transcript');
+  view.dataset.state = 'loading';
+  view.dataset.key = key;
+  try {
+    const result = await request('sessions.get', { key });
+    if (view.dataset.key !== key) return;
+    const entries = result.entries || [];
+    view.replaceChildren(
+      h('div', { class: 'bar' },
+        h('h2', { id: 'transcript-title' }, key),
+        h('span', { class: 'muted' }, entries.length + ' entries'),
+        h('button', { type: 'button', id: 'transcript-open-chat', class: 'secondary',
+          onclick: () => { switchSession(key); showPanel('chat'); } }, 'Open in chat')),
+      entries.length ? renderTree(entries, result.leaf) : h('p', { class: 'muted' }, 'This session is empty.'));
+    view.dataset.state = 'loaded';
+  } catch (error) {
+    view.replaceChildren(h('p', { class: 'error' }, "can't open " + key + ': ' + error.message));
+    view.dataset.state = 'error';
+  }
+}
+
+// Straight runs of entries render flat; only forks indent, one box per branch.
+function renderTree(entries, leaf) {
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const children = new Map();
+  const roots = [];
+  for (const entry of entries) {
+    if (entry.parent !== undefined && entry.parent !== null && byId.has(entry.parent)) {
+      if (!children.has(entry.parent)) children.set(entry.parent, []);
+      children.get(entry.parent).push(entry);
+    } else {
+      roots.push(entry);
+    }
+  }
+  const active = new Set();
+  for (let id = leaf; id !== undefined && id !== null && byId.has(id) && !active.has(id); id = byId.get(id).parent) {
+    active.add(id);
+  }
+  const tree = h('div', { class: 'tree', id: 'transcript-tree' });
+  renderSiblings(tree, roots, children, active);
+  return tree;
+}
+
+function renderSiblings(container, nodes, children, active) {
+  if (nodes.length === 1) { renderChain(container, nodes[0], children, active); return; }
+  const box = h('div', { class: 'branches' });
+  nodes.forEach((node, index) => {
+    const isActive = active.has(node.id);
+    const branch = h('div', { class: 'branch' + (isActive ? ' active' : ''), 'data-testid': 'transcript-branch' },
+      h('div', { class: 'branch-label' }, 'branch ' + (index + 1) + ' of ' + nodes.length + (isActive ? ' (active)' : '')));
+    renderChain(branch, node, children, active);
+    box.append(branch);
+  });
+  container.append(box);
+}
+
+function renderChain(container, start, children, active) {
+  for (let node = start; node;) {
+    container.append(renderEntry(node, active.has(node.id)));
+    const next = children.get(node.id) || [];
+    if (next.length === 1) { node = next[0]; continue; }
+    if (next.length > 1) renderSiblings(container, next, children, active);
+    break;
+  }
+}
+
+function shorten(text, limit) {
+  return text.length > limit ? text.slice(0, limit) + '…' : text;
+}
+
+function renderEntry(entry, isActive) {
+  const body = entry.body || {};
+  const kind = body.kind || 'unknown';
+  let label = kind;
+  let text;
+  let failed = false;
+  switch (kind) {
+    case 'message':
+      label = body.role + (body.model ? ' · ' + body.model : '');
+      text = contentText(body.content);
+      break;
+    case 'tool_call': {
+      const args = typeof body.arguments === 'string' ? body.arguments : JSON.stringify(body.arguments);
+      label = 'tool call';
+      text = body.name + '(' + shorten(args || '', 400) + ')';
+      break;
+    }
+    case 'tool_result':
+      label = body.is_error ? 'tool error' : 'tool result';
+      text = body.name + ': ' + shorten(contentText(body.content), 800);
+      failed = Boolean(body.is_error);
+      break;
+    case 'compaction':
+      text = body.summary || '';
+      break;
+    case 'model_change':
+      label = 'model change';
+      text = (body.previous || '?') + ' → ' + (body.new || '?');
+      break;
+    default:
+      text = shorten(JSON.stringify(body), 400);
+  }
+  return h('div', {
+    class: 'entry ' + kind + (isActive ? ' active' : '') + (failed ? ' error' : ''),
+    'data-testid': 'transcript-entry', 'data-kind': kind, 'data-entry-id': entry.id, 'data-active': String(isActive),
+  },
+  h('span', { class: 'entry-label' }, label),
+  h('span', { class: 'entry-time' }, formatTime(entry.timestamp)),
+  h('div', { class: 'entry-text' }, text));
+}
+
+// memory
+
+async function loadMemories() {
+  panelState('memory', 'loading');
+  const query = $('memory-search').value.trim();
+  try {
+    const result = await request('memory.list', { query: query || undefined, limit: 100 });
+    const rows = $('memory-rows');
+    rows.replaceChildren();
+    const memories = result.memories || [];
+    if (!memories.length) {
+      rows.append(h('tr', { id: 'memory-empty' }, h('td', { colspan: 5, class: 'muted' }, query ? 'No matching memories.' : 'No memories yet.')));
+    }
+    for (const memory of memories) {
+      rows.append(h('tr', { 'data-testid': 'memory-item', 'data-id': memory.id },
+        h('td', {}, memory.type || ''),
+        h('td', { class: 'memory-content' }, memory.content || ''),
+        h('td', {}, memory.importance ?? ''),
+        h('td', {}, formatTime(memory.created_at)),
+        h('td', {}, h('button', { type: 'button', class: 'small danger', 'data-testid': 'memory-delete',
+          onclick: () => deleteMemory(memory.id) }, 'Delete'))));
+    }
+    panelState('memory', 'loaded');
+  } catch (error) {
+    panelState('memory', 'error', error);
+  }
+}
+
+async function addMemory(event) {
+  event.preventDefault();
+  const content = $('memory-new-content').value.trim();
+  if (!content) return;
+  const importance = Number($('memory-new-importance').value);
+  try {
+    await request('memory.save', {
+      content, type: $('memory-new-type').value, importance: Number.isFinite(importance) ? importance : undefined,
+    });
+    $('memory-new-content').value = '';
+    await loadMemories();
+  } catch (error) {
+    panelState('memory', 'error', error);
+  }
+}
+
+async function deleteMemory(id) {
+  try {
+    await request('memory.delete', { id });
+    await loadMemories();
+  } catch (error) {
+    panelState('memory', 'error', error);
+  }
+}
+
+const memoryDoc = { cap: null };
+
+function docStatus(state, text) {
+  const status = $('memory-doc-status');
+  status.dataset.state = state;
+  status.textContent = text;
+}
+
+function countDoc() {
+  const length = $('memory-doc').value.length;
+  $('memory-doc-count').textContent = memoryDoc.cap ? '(' + length + ' / ' + memoryDoc.cap + ' chars)' : '(' + length + ' chars)';
+}
+
+async function loadMemoryDoc() {
+  docStatus('loading', 'loading…');
+  try {
+    const result = await request('memory.doc.get', {});
+    $('memory-doc').value = result.text || '';
+    $('memory-doc-location').textContent = result.location || '';
+    memoryDoc.cap = result.cap || null;
+    countDoc();
+    docStatus('loaded', '');
+  } catch (error) {
+    docStatus('error', "can't load memory.md: " + error.message);
+  }
+}
+
+async function saveMemoryDoc() {
+  docStatus('saving', 'saving…');
+  try {
+    await request('memory.doc.set', { text: $('memory-doc').value });
+    docStatus('saved', 'Saved');
+  } catch (error) {
+    docStatus('error', "can't save memory.md: " + error.message);
+  }
+}
+
+// skills, cron, status
+
+async function loadSkills() {
+  panelState('skills', 'loading');
+  try {
+    const result = await request('skills.list', {});
+    const list = $('skills-list');
+    list.replaceChildren();
+    const skills = result.skills || [];
+    if (!skills.length) list.append(h('p', { id: 'skills-empty', class: 'muted' }, 'No skills installed.'));
+    for (const skill of skills) {
+      const requires = skill.requires || {};
+      const needs = [...(requires.bins || []).map((bin) => 'bin ' + bin), ...(requires.env || []).map((name) => 'env ' + name)];
+      list.append(h('div', { class: 'skill', 'data-testid': 'skill-item', 'data-name': skill.name, 'data-available': String(Boolean(skill.available)) },
+        h('div', { class: 'bar' }, h('strong', {}, skill.name),
+          h('span', { class: 'badge ' + (skill.available ? 'yes' : 'no') }, skill.available ? 'available' : 'unavailable')),
+        h('p', {}, skill.description || ''),
+        needs.length ? h('p', { class: 'muted' }, 'Requires: ' + needs.join(', ')) : null,
+        skill.location ? h('p', { class: 'muted' }, h('code', {}, skill.location)) : null));
+    }
+    panelState('skills', 'loaded');
+  } catch (error) {
+    panelState('skills', 'error', error);
+  }
+}
+
+async function loadCron() {
+  panelState('cron', 'loading');
+  const message = $('cron-message');
+  try {
+    const result = await request('cron.list', {});
+    const jobs = result.jobs || [];
+    const rows = $('cron-rows');
+    rows.replaceChildren();
+    for (const job of jobs) {
+      const paused = job.status === 'paused';
+      rows.append(h('tr', { 'data-testid': 'cron-job', 'data-id': job.id },
+        h('td', {}, job.name || job.id),
+        h('td', {}, h('code', {}, job.schedule || ''), job.timezone ? ' (' + job.timezone + ')' : ''),
+        h('td', { class: 'cron-next' }, formatTime(job.nextRun)),
+        h('td', {}, formatTime(job.lastRun)),
+        h('td', { class: 'cron-status' }, job.status || ''),
+        h('td', {}, job.failures ?? 0),
+        h('td', {}, h('button', { type: 'button', class: 'small secondary', 'data-testid': 'cron-toggle',
+          onclick: () => toggleJob(job.id, paused) }, paused ? 'Resume' : 'Pause'))));
+    }
+    $('cron-table').hidden = !jobs.length;
+    message.className = 'notice ok';
+    show(message, jobs.length ? '' : 'No cron jobs.');
+    panelState('cron', 'loaded');
+  } catch (error) {
+    $('cron-table').hidden = true;
+    message.className = 'notice';
+    show(message, 'Cron is unavailable: ' + error.message);
+    panelState('cron', error.code === 'UNAVAILABLE' ? 'unavailable' : 'error');
+  }
+}
+
+async function toggleJob(id, paused) {
+  try {
+    await request(paused ? 'cron.resume' : 'cron.pause', { id });
+    await loadCron();
+  } catch (error) {
+    $('cron-message').className = 'notice';
+    show($('cron-message'), "can't " + (paused ? 'resume' : 'pause') + ' job: ' + error.message);
+  }
+}
+
+async function loadStatus() {
+  panelState('status', 'loading');
+  try {
+    const status = await request('status', {});
+    $('status-version').textContent = status.version || '—';
+    $('status-uptime').textContent = formatDuration(status.uptimeMs);
+    $('status-model').textContent = status.model || '—';
+    const providers = status.providers || [];
+    $('status-providers').replaceChildren(...(providers.length ? providers.map((p) =>
+      h('li', { 'data-testid': 'status-provider' }, p.name + ': ' + (p.model || '?') + (p.role ? ' (' + p.role + ')' : '')))
+      : [h('li', { class: 'muted' }, 'none')]));
+    const channels = status.channels || [];
+    $('status-channels').replaceChildren(...(channels.length ? channels.map((c) =>
+      h('li', { 'data-testid': 'status-channel' }, c.name + ': ' + (c.state || '?')))
+      : [h('li', { class: 'muted' }, 'none')]));
+    const usage = status.usage || {};
+    $('status-usage').textContent = (usage.turns ?? 0) + ' turns · ' + (usage.inputTokens ?? 0) + ' input · '
+      + (usage.outputTokens ?? 0) + ' output tokens';
+    $('status-sessions').textContent = status.sessionsOpen ?? '—';
+    $('status-connections').textContent = status.wsConnections ?? '—';
+    const memory = status.memory;
+    $('status-memory').textContent = memory ? (memory.mode || '?') + ' · ' + (memory.count ?? 0) + ' memories' : '—';
+    panelState('status', 'loaded');
+  } catch (error) {
+    panelState('status', 'error', error);
+  }
+}
+
+// wiring
+
+function updateSecretLabel() {
+  const password = $('login-mode-password').checked;
+  $('login-secret-label').textContent = password ? 'Gateway password' : 'Gateway token';
+}
+
+function login(event) {
+  event.preventDefault();
+  const secret = $('login-secret').value;
+  if (!secret) return;
+  const mode = $('login-mode-password').checked ? 'password' : 'token';
+  sessionStorage.setItem(AUTH_KEY, JSON.stringify({ mode, secret }));
+  $('login-secret').value = '';
+  $('login-submit').disabled = true;
+  show($('login-error'), '');
+  startConnection();
+}
+
+function startConnection() {
+  connection.wanted = true;
+  connection.attempt = 0;
+  if (connection.socket) { const old = connection.socket; connection.socket = null; old.close(); }
+  connect();
+}
+
+function logout() {
+  sessionStorage.removeItem(AUTH_KEY);
+  connection.wanted = false;
+  clearTimeout(connection.retryTimer);
+  if (connection.socket) { const old = connection.socket; connection.socket = null; connection.authenticated = false; old.close(); }
+  failPending('logged out');
+  chatDisconnected();
+  setConnectionState('idle', 'not connected');
+  showLogin('');
+}
+
+function init() {
+  $('login-gateway').textContent = location.host;
+  $('login-form').addEventListener('submit', login);
+  $('login-mode-token').addEventListener('change', updateSecretLabel);
+  $('login-mode-password').addEventListener('change', updateSecretLabel);
+  $('logout').addEventListener('click', logout);
+  for (const button of document.querySelectorAll('#nav [data-panel]')) {
+    button.addEventListener('click', () => showPanel(button.dataset.panel));
+  }
+  $('chat-form').addEventListener('submit', sendMessage);
+  $('chat-input').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $('chat-form').requestSubmit();
+    }
+  });
+  $('chat-stop').addEventListener('click', stopRun);
+  $('chat-new').addEventListener('click', newConversation);
+  $('chat-session').addEventListener('change', (event) => switchSession(event.target.value));
+  $('sessions-refresh').addEventListener('click', loadSessions);
+  $('memory-search-form').addEventListener('submit', (event) => { event.preventDefault(); loadMemories(); });
+  $('memory-add-form').addEventListener('submit', addMemory);
+  $('memory-doc').addEventListener('input', () => { countDoc(); docStatus('dirty', 'unsaved changes'); });
+  $('memory-doc-save').addEventListener('click', saveMemoryDoc);
+  $('memory-doc-reload').addEventListener('click', loadMemoryDoc);
+  $('skills-refresh').addEventListener('click', loadSkills);
+  $('cron-refresh').addEventListener('click', loadCron);
+  $('status-refresh').addEventListener('click', loadStatus);
+
+  const auth = loadAuth();
+  if (auth) {
+    $('login-mode-password').checked = auth.mode === 'password';
+    updateSecretLabel();
+    startConnection();
+  } else {
+    showLogin('');
+  }
+}
+
+init();

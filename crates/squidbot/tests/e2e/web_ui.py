@@ -1,0 +1,430 @@
+"""Drives squidbot's web UI in headless Chromium: log in, chat, open every panel, screenshot each.
+
+Usage: web_ui.py --url http://127.0.0.1:PORT --token T --screenshots DIR --expect-reply TEXT
+Exits 0 when every check passes; otherwise prints what failed and exits 1, leaving
+`failure.png` and the browser console in DIR.
+"""
+
+import argparse
+import pathlib
+import re
+import sys
+import time
+from urllib.parse import urlparse
+
+from selenium import webdriver
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--window-size=1280,900",
+]
+
+
+class CheckFailed(Exception):
+    """An expectation about the page did not hold."""
+
+
+class Browser:
+    def __init__(self, driver, screenshots, timeout):
+        self.driver = driver
+        self.screenshots = screenshots
+        self.timeout = timeout
+
+    def element(self, element_id):
+        return self.driver.find_element(By.ID, element_id)
+
+    def wait(self, what, condition, timeout=None):
+        """Polls `condition(driver)` until truthy; fails naming `what` otherwise."""
+        waiter = WebDriverWait(
+            self.driver,
+            timeout or self.timeout,
+            poll_frequency=0.1,
+            ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+        )
+        try:
+            return waiter.until(condition)
+        except TimeoutException:
+            raise CheckFailed(f"timed out after {timeout or self.timeout}s waiting for {what}") from None
+
+    def wait_visible(self, element_id):
+        return self.wait(f"#{element_id} to be visible", lambda d: self.visible(element_id))
+
+    def visible(self, element_id):
+        element = self.element(element_id)
+        return element if element.is_displayed() else None
+
+    def state(self, element_id):
+        return self.element(element_id).get_attribute("data-state")
+
+    def wait_state(self, element_id, states):
+        def settled(_):
+            state = self.state(element_id)
+            return state if state in states else None
+
+        return self.wait(f"#{element_id} to reach state {' or '.join(states)}", settled)
+
+    def fill(self, element_id, text):
+        field = self.element(element_id)
+        field.clear()
+        field.send_keys(text)
+
+    def click(self, element_id):
+        self.wait(f"#{element_id} to be clickable", lambda d: self.clickable(element_id)).click()
+
+    def clickable(self, element_id):
+        element = self.element(element_id)
+        return element if element.is_displayed() and element.is_enabled() else None
+
+    def screenshot(self, name):
+        path = self.screenshots / name
+        if not self.driver.save_screenshot(str(path)):
+            raise CheckFailed(f"can't save screenshot {path}")
+        print(f"screenshot {path}")
+
+    def open_panel(self, name, settled_states=("loaded",)):
+        self.click(f"nav-{name}")
+        self.wait_visible(f"panel-{name}")
+        state = self.wait_state(f"panel-{name}", (*settled_states, "error"))
+        if state == "error":
+            raise CheckFailed(f"{name} panel failed to load: {self.error_text(name)}")
+        return state
+
+    def error_text(self, panel):
+        try:
+            return self.element(f"{panel}-error").text or "(no message shown)"
+        except NoSuchElementException:
+            return "(no error element)"
+
+
+def check(condition, message):
+    if not condition:
+        raise CheckFailed(message)
+
+
+def log_in(browser, mode, secret):
+    browser.click(f"login-mode-{mode}")
+    browser.fill("login-secret", secret)
+    browser.click("login-submit")
+
+
+def check_login_page(browser, url):
+    browser.driver.get(url)
+    browser.wait_visible("login-view")
+    browser.wait_visible("login-secret")
+    host = browser.element("login-gateway").text
+    check(host == urlparse(url).netloc, f"login page names gateway {host!r}, expected {urlparse(url).netloc!r}")
+    check(not browser.element("app-view").is_displayed(), "the app shows before logging in")
+    browser.screenshot("01-login.png")
+
+
+def check_logged_in(browser):
+    browser.wait_visible("app-view")
+    browser.wait("the connection state to be 'connected'", lambda d: browser.state("conn-state") == "connected")
+    check(not browser.element("login-view").is_displayed(), "login form still shown after connecting")
+
+
+def live_replies(browser):
+    return browser.driver.find_elements(By.CSS_SELECTOR, '#chat-log [data-role="assistant"][data-run-id]')
+
+
+def send_chat(browser, message):
+    """Sends `message` and returns the reply bubble of the run it started."""
+    before = {bubble.get_attribute("data-run-id") for bubble in live_replies(browser)}
+    # Send stays disabled until the session's history has loaded.
+    browser.wait("Send to be enabled", lambda d: browser.clickable("chat-send"))
+    browser.fill("chat-input", message)
+    browser.click("chat-send")
+    browser.wait(
+        f"the sent message {message!r} to show in the chat",
+        lambda d: any(
+            bubble.find_element(By.CLASS_NAME, "msg-text").text == message
+            for bubble in d.find_elements(By.CSS_SELECTOR, '#chat-log [data-role="user"]')
+        ),
+    )
+
+    def new_reply(_):
+        fresh = [bubble for bubble in live_replies(browser) if bubble.get_attribute("data-run-id") not in before]
+        return fresh[-1] if fresh else None
+
+    return browser.wait("a reply bubble for the new run", new_reply)
+
+
+def check_chat(browser, session, message, expect_reply, expect_tool, reply_timeout):
+    browser.wait_visible("panel-chat")
+    if browser.element("chat-session").get_attribute("value") != session:
+        browser.fill("chat-session", session)
+        browser.element("chat-session").send_keys(Keys.TAB)
+    reply = send_chat(browser, message)
+    run_id = reply.get_attribute("data-run-id")
+
+    def finished(_):
+        state = reply.get_attribute("data-state")
+        return state if state != "streaming" else None
+
+    state = browser.wait(f"run {run_id} to finish", finished, timeout=reply_timeout)
+    text = reply.find_element(By.CLASS_NAME, "msg-text").text
+    if state == "error":
+        raise CheckFailed(f"the run failed: {browser.element('chat-error').text or text!r}")
+    check(state == "final", f"run {run_id} ended in state {state!r}, expected 'final'")
+    check(expect_reply in text, f"reply {text!r} does not contain {expect_reply!r}")
+    deltas = int(reply.get_attribute("data-deltas") or 0)
+    check(deltas >= 1, "the reply arrived without any streamed delta")
+    browser.wait("the Stop button to hide after the run", lambda d: not browser.element("chat-stop").is_displayed())
+    check(not browser.element("chat-error").is_displayed(), f"chat shows an error: {browser.element('chat-error').text}")
+    print(f"ok: streamed reply in {deltas} deltas: {text!r}")
+
+    if expect_tool:
+        browser.wait(
+            f"a finished tool line for {expect_tool!r}",
+            lambda d: any(
+                line.get_attribute("data-tool") == expect_tool and line.get_attribute("data-state") == "done"
+                for line in d.find_elements(By.CSS_SELECTOR, '#chat-log [data-testid="tool-line"]')
+            ),
+        )
+        print(f"ok: tool activity for {expect_tool}")
+
+
+def check_stop(browser, message):
+    reply = send_chat(browser, message)
+    browser.wait_visible("chat-stop")
+    browser.click("chat-stop")
+    browser.wait("the run to end as stopped", lambda d: reply.get_attribute("data-state") == "aborted")
+    browser.wait("the Stop button to hide after stopping", lambda d: not browser.element("chat-stop").is_displayed())
+    browser.wait("Send to be enabled again", lambda d: browser.element("chat-send").is_enabled())
+    print("ok: Stop ended the run")
+
+
+def check_sessions(browser, session, message, expect_reply):
+    browser.open_panel("sessions")
+    items = browser.driver.find_elements(By.CSS_SELECTOR, '[data-testid="session-item"]')
+    keys = [item.get_attribute("data-key") for item in items]
+    check(session in keys, f"session {session!r} not listed; listed: {keys}")
+    items[keys.index(session)].click()
+    browser.wait(
+        f"the transcript of {session!r} to load",
+        lambda d: browser.state("session-transcript") in ("loaded", "error")
+        and browser.element("session-transcript").get_attribute("data-key") == session,
+    )
+    check(browser.state("session-transcript") == "loaded", f"transcript failed: {browser.element('session-transcript').text}")
+    entries = browser.driver.find_elements(By.CSS_SELECTOR, '#session-transcript [data-testid="transcript-entry"]')
+    texts = [entry.find_element(By.CLASS_NAME, "entry-text").text for entry in entries]
+    check(any(message in text for text in texts), f"transcript lacks the sent message {message!r}: {texts}")
+    check(any(expect_reply in text for text in texts), f"transcript lacks the reply {expect_reply!r}: {texts}")
+    active = [entry for entry in entries if entry.get_attribute("data-active") == "true"]
+    check(active, "no transcript entry is marked as on the active path")
+    print(f"ok: transcript of {session} has {len(entries)} entries, {len(active)} on the active path")
+    browser.screenshot("03-sessions.png")
+
+
+def memory_rows(browser):
+    return browser.driver.find_elements(By.CSS_SELECTOR, '#memory-rows [data-testid="memory-item"]')
+
+
+def row_with(browser, content):
+    for row in memory_rows(browser):
+        if row.find_element(By.CLASS_NAME, "memory-content").text == content:
+            return row
+    return None
+
+
+def check_memory(browser, stamp):
+    browser.open_panel("memory")
+    browser.wait_state("memory-doc-status", ("loaded", "error"))
+    check(browser.state("memory-doc-status") == "loaded", browser.element("memory-doc-status").text)
+
+    word = f"webuicheck{stamp}"
+    content = f"The browser check {word} saved this memory"
+    browser.fill("memory-new-content", content)
+    browser.click("memory-add")
+    browser.wait(f"the new memory {content!r} to be listed", lambda d: row_with(browser, content))
+
+    browser.fill("memory-search", word)
+    browser.click("memory-search-submit")
+    browser.wait_state("panel-memory", ("loaded", "error"))
+    browser.wait(f"a search for {word!r} to find the new memory", lambda d: row_with(browser, content))
+    print("ok: memory added, listed and found by search")
+
+    line = f"- browser check {stamp}"
+    document = browser.element("memory-doc")
+    document.click()
+    document.send_keys(Keys.CONTROL, Keys.END)
+    document.send_keys(Keys.ENTER, line)
+    browser.click("memory-doc-save")
+    state = browser.wait_state("memory-doc-status", ("saved", "error"))
+    check(state == "saved", f"memory.md save failed: {browser.element('memory-doc-status').text}")
+    browser.click("memory-doc-reload")
+    browser.wait_state("memory-doc-status", ("loaded", "error"))
+    saved = browser.element("memory-doc").get_attribute("value")
+    check(line in saved, f"memory.md after reload lacks {line!r}: {saved!r}")
+    print("ok: memory.md saved and read back")
+    browser.screenshot("04-memory.png")
+
+    row_with(browser, content).find_element(By.CSS_SELECTOR, '[data-testid="memory-delete"]').click()
+    browser.wait("the deleted memory to disappear", lambda d: browser.state("panel-memory") == "loaded"
+                 and row_with(browser, content) is None)
+    print("ok: memory deleted")
+
+
+def check_skills(browser):
+    browser.open_panel("skills")
+    skills = browser.driver.find_elements(By.CSS_SELECTOR, '#skills-list [data-testid="skill-item"]')
+    if skills:
+        names = [skill.get_attribute("data-name") for skill in skills]
+        check(all(names), f"a listed skill has no name: {names}")
+        print(f"ok: skills listed: {names}")
+    else:
+        empty = browser.element("skills-empty").text
+        check(empty == "No skills installed.", f"skills panel shows neither skills nor the empty note: {empty!r}")
+        print("ok: skills panel says no skills")
+    browser.screenshot("05-skills.png")
+
+
+def check_cron(browser):
+    state = browser.open_panel("cron", settled_states=("loaded", "unavailable"))
+    message = browser.element("cron-message")
+    if state == "unavailable":
+        check(message.is_displayed(), "cron is unavailable but no message is shown")
+        detail = message.text.removeprefix("Cron is unavailable:").strip()
+        check(detail, f"cron unavailable message has no reason: {message.text!r}")
+        print(f"ok: cron panel shows {message.text!r}")
+    else:
+        jobs = browser.driver.find_elements(By.CSS_SELECTOR, '#cron-rows [data-testid="cron-job"]')
+        if jobs:
+            check(browser.element("cron-table").is_displayed(), "cron jobs exist but the table is hidden")
+            nexts = [job.find_element(By.CLASS_NAME, "cron-next").text for job in jobs]
+            check(all(nexts), f"a cron job has no next-run cell text: {nexts}")
+            print(f"ok: cron table with {len(jobs)} jobs")
+        else:
+            check(message.text == "No cron jobs.", f"empty cron panel says {message.text!r}")
+            print("ok: cron panel says no jobs")
+    browser.screenshot("06-cron.png")
+
+
+def check_status(browser):
+    browser.open_panel("status")
+    browser.click("status-refresh")
+    browser.wait_state("panel-status", ("loaded", "error"))
+    check(browser.state("panel-status") == "loaded", f"status refresh failed: {browser.error_text('status')}")
+    uptime = browser.element("status-uptime").text
+    check(re.fullmatch(r"(\d+[dhm] )*\d+s", uptime), f"uptime {uptime!r} is not a duration")
+    model = browser.element("status-model").text
+    check(model and model != "—", f"status shows no model: {model!r}")
+    version = browser.element("status-version").text
+    check(version and version != "—", f"status shows no version: {version!r}")
+    usage = browser.element("status-usage").text
+    check(re.match(r"\d+ turns", usage), f"status usage {usage!r} is not a turn count")
+    print(f"ok: status: version {version}, uptime {uptime}, model {model}, usage {usage}")
+    browser.screenshot("07-status.png")
+
+
+def check_remembered_login(browser):
+    browser.driver.refresh()
+    check_logged_in(browser)
+    print("ok: reloading the page logs in again from session storage")
+
+
+def check_wrong_secret(browser, mode, secret):
+    browser.click("logout")
+    browser.wait_visible("login-view")
+    log_in(browser, mode, "wrong-" + secret)
+    error = browser.wait_visible("login-error").text
+    check(error.startswith("Login failed") or "attempts" in error, f"unexpected login error text {error!r}")
+    check(not browser.element("app-view").is_displayed(), "the app shows after a wrong secret")
+    print(f"ok: wrong {mode} refused: {error!r}")
+    browser.screenshot("08-login-rejected.png")
+
+
+def console_errors(driver):
+    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+
+
+def run(browser, args):
+    mode, secret = ("password", args.password) if args.password else ("token", args.token)
+    stamp = str(int(time.time() * 1000))
+    message = args.message or f"Hello from the browser check {stamp}"
+
+    check_login_page(browser, args.url)
+    log_in(browser, mode, secret)
+    check_logged_in(browser)
+    print("ok: logged in")
+    check_chat(browser, args.session, message, args.expect_reply, args.expect_tool, args.reply_timeout)
+    if args.stop_message:
+        check_stop(browser, args.stop_message)
+    browser.screenshot("02-chat.png")
+    check_sessions(browser, args.session, message, args.expect_reply)
+    check_memory(browser, stamp)
+    check_skills(browser)
+    check_cron(browser)
+    check_status(browser)
+    check_remembered_login(browser)
+    errors = console_errors(browser.driver)
+    check(not errors, "the browser console has errors:\n" + "\n".join(errors))
+    check_wrong_secret(browser, mode, secret)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", required=True, help="gateway base URL, e.g. http://127.0.0.1:18789")
+    secrets = parser.add_mutually_exclusive_group(required=True)
+    secrets.add_argument("--token", help="gateway token to log in with")
+    secrets.add_argument("--password", help="gateway password to log in with")
+    parser.add_argument("--screenshots", required=True, type=pathlib.Path, help="directory for the PNGs")
+    parser.add_argument("--expect-reply", required=True, help="text the streamed reply must contain")
+    parser.add_argument("--message", help="chat message to send (default: a unique greeting)")
+    parser.add_argument("--session", default="agent:main:main", help="session key the chat uses")
+    parser.add_argument("--expect-tool", help="tool name whose activity must show in the chat")
+    parser.add_argument("--stop-message", help="also send this message and press Stop while it streams")
+    parser.add_argument("--reply-timeout", type=float, default=60, help="seconds to wait for the reply")
+    parser.add_argument("--timeout", type=float, default=15, help="seconds to wait for any other UI change")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--chromedriver", default="/usr/bin/chromedriver")
+    args = parser.parse_args()
+    args.screenshots.mkdir(parents=True, exist_ok=True)
+
+    options = Options()
+    options.binary_location = args.chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        driver = webdriver.Chrome(options=options, service=Service(executable_path=args.chromedriver))
+    except WebDriverException as error:
+        print(f"web UI check failed: can't start Chromium: {error.msg}", file=sys.stderr)
+        return 1
+    browser = Browser(driver, args.screenshots, args.timeout)
+    try:
+        run(browser, args)
+        print("web UI: all checks passed")
+        return 0
+    except (CheckFailed, WebDriverException) as error:
+        message = str(error) if isinstance(error, CheckFailed) else f"browser error: {error.msg}"
+        print(f"web UI check failed: {message}", file=sys.stderr)
+        try:
+            driver.save_screenshot(str(args.screenshots / "failure.png"))
+            console = "\n".join(entry["message"] for entry in driver.get_log("browser"))
+            (args.screenshots / "failure-console.txt").write_text(console)
+            print(f"see {args.screenshots}/failure.png and failure-console.txt", file=sys.stderr)
+        except WebDriverException:
+            pass
+        return 1
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
