@@ -9,5 +9,7 @@ mod gateway;
 mod gateway_password;
 mod harness;
 mod memory;
+mod openclaw;
 mod protocol;
 mod repl;
+mod web_ui;
