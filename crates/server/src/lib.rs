@@ -55,6 +55,7 @@ pub struct Gateway {
     limiter: limiter::FailureLimiter,
     ws_open: AtomicUsize,
     shutdown: CancellationToken,
+    connections: tokio_util::task::TaskTracker,
 }
 
 /// Why a request was not let in.
@@ -84,6 +85,7 @@ impl Gateway {
             limiter: limiter::FailureLimiter::default(),
             ws_open: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
+            connections: tokio_util::task::TaskTracker::new(),
         })
     }
 
@@ -158,6 +160,11 @@ pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: Cancell
         .await;
     gateway.runner.drain().await;
     gateway.shutdown.cancel();
+    // WebSocket connections outlive the HTTP server's own tracking: let them say goodbye.
+    gateway.connections.close();
+    if tokio::time::timeout(Duration::from_secs(5), gateway.connections.wait()).await.is_err() {
+        tracing::warn!("some WebSocket clients did not close in time");
+    }
     metrics_task.abort();
     served
 }

@@ -57,7 +57,10 @@ pub async fn root(
         Ok(upgrade) => upgrade
             .max_message_size(MAX_WIRE_MESSAGE)
             .max_frame_size(MAX_WIRE_MESSAGE)
-            .on_upgrade(move |socket| serve(gateway, socket, peer)),
+            .on_upgrade(move |socket| {
+                let connections = gateway.connections.clone();
+                connections.track_future(serve(gateway, socket, peer))
+            }),
         Err(_) => crate::ui::index().await,
     }
 }

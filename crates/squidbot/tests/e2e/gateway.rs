@@ -166,6 +166,10 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     assert_eq!(sample(r#"squidbot_http_requests_total{"route": "/v1/chat/completions", "status": "200"}"#), 2.0);
     assert_eq!(sample(r#"squidbot_http_requests_total{"route": "/v1/models", "status": "401"}"#), 1.0);
     assert_eq!(sample(r#"squidbot_sessions_open{}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_llm_calls_total{"model": "test-model", "provider": "local", "result": "ok"}"#), 3.0);
+    assert_eq!(sample(r#"squidbot_llm_call_duration_seconds_count{"model": "test-model", "provider": "local"}"#), 3.0);
+    assert_eq!(sample(r#"squidbot_ws_connections{}"#), 0.0);
+    assert_eq!(sample(r#"squidbot_errors_total{"kind": "auth"}"#), 1.0, "the wrong key");
     server.assert_clean();
 }
 

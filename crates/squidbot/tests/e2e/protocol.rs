@@ -383,3 +383,27 @@ async fn bad_frames_get_errors_or_clean_closes_and_the_server_stays_up() {
     drop(stuck);
     assert_eq!(good.call("health", json!({})).await["ok"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_gateway_finishes_the_running_turn_before_closing_clients() {
+    let server = ScriptedLlm::start().await;
+    let home = gateway_home(&server);
+    let mut running = start(&home).await;
+    server.push(Reply::Delayed { delay: Duration::from_millis(1500), reply: Box::new(Reply::text("finished anyway")) });
+    let (mut client, _) = Client::connected(&running, 4, &["operator.write"]).await;
+    let ack = client.call("chat.send", json!({"message": "slow one", "idempotencyKey": "slow"})).await;
+    assert_eq!(ack["ok"], true, "{ack}");
+    loop {
+        let frame = client.frame().await.unwrap();
+        if frame["event"] == "agent" && frame["payload"]["data"]["phase"] == "start" {
+            break;
+        }
+    }
+    let pid = running.child.id().unwrap();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let events = client.chat_until_done("slow").await;
+    assert_eq!(chat_texts(&events, "final")[0]["payload"]["message"]["content"][0]["text"], "finished anyway");
+    assert_eq!(client.closed().await, Some(CloseCode::Restart));
+    let status = tokio::time::timeout(Duration::from_secs(20), running.child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+}
