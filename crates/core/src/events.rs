@@ -266,6 +266,13 @@ impl Subscription {
         Some(event)
     }
 
+    /// The next event if one is queued, without waiting.
+    pub fn try_recv(&mut self) -> Option<Arc<TurnEvent>> {
+        let event = self.receiver.try_recv().ok()?;
+        self.pending.fetch_sub(1, Ordering::Relaxed);
+        Some(event)
+    }
+
     /// True when the hub dropped this subscriber for falling too far behind.
     pub fn was_cut_off(&self) -> bool {
         self.cut_off.load(Ordering::Relaxed)

@@ -51,7 +51,7 @@ pub async fn metrics(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    match gateway.authorize(&headers, peer.ip()) {
+    match gateway.authorize(&headers, peer.ip()).await {
         Ok(()) => {}
         Err(Refusal::Unauthorized) => return StatusCode::UNAUTHORIZED.into_response(),
         Err(Refusal::LockedOut(_)) => return StatusCode::TOO_MANY_REQUESTS.into_response(),

@@ -95,21 +95,45 @@ impl Gateway {
     }
 
     /// Checks the request's credentials, counting failures per peer and refusing a peer
-    /// that failed too often in the current window.
-    pub(crate) fn authorize(&self, headers: &HeaderMap, peer: IpAddr) -> Result<(), Refusal> {
-        self.authorize_with(peer, |auth| auth.allows(headers))
+    /// that failed too often in the current window. Password checks run off the async
+    /// workers.
+    pub(crate) async fn authorize(&self, headers: &HeaderMap, peer: IpAddr) -> Result<(), Refusal> {
+        self.locked_out(peer)?;
+        let ok = self.auth.allows_async(headers).await;
+        self.verdict(peer, ok)
     }
 
-    /// Like [`Gateway::authorize`] with the check given.
-    pub(crate) fn authorize_with(&self, peer: IpAddr, check: impl FnOnce(&Auth) -> bool) -> Result<(), Refusal> {
-        let now = Instant::now();
-        if let Some(wait) = self.limiter.blocked_for(peer, now) {
-            return Err(Refusal::LockedOut(wait));
+    /// Like [`Gateway::authorize`] for the credentials of a protocol `connect`.
+    pub(crate) async fn authorize_connect(
+        &self,
+        peer: IpAddr,
+        token: Option<&str>,
+        password: Option<&str>,
+    ) -> Result<(), Refusal> {
+        self.locked_out(peer)?;
+        let ok = match &self.auth {
+            Auth::None => true,
+            Auth::Token(_) => token.is_some_and(|token| self.auth.check_token(token)),
+            Auth::Password(_) => match password {
+                Some(password) => self.auth.check_secret_async(password.to_owned()).await,
+                None => false,
+            },
+        };
+        self.verdict(peer, ok)
+    }
+
+    fn locked_out(&self, peer: IpAddr) -> Result<(), Refusal> {
+        match self.limiter.blocked_for(peer, Instant::now()) {
+            Some(wait) => Err(Refusal::LockedOut(wait)),
+            None => Ok(()),
         }
-        if check(&self.auth) {
+    }
+
+    fn verdict(&self, peer: IpAddr, ok: bool) -> Result<(), Refusal> {
+        if ok {
             return Ok(());
         }
-        self.limiter.record_failure(peer, now);
+        self.limiter.record_failure(peer, Instant::now());
         self.metrics.error("auth");
         tracing::warn!(%peer, "refused a client with missing or wrong credentials");
         Err(Refusal::Unauthorized)

@@ -55,7 +55,7 @@ pub async fn models(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = gateway.authorize(&headers, peer.ip()) {
+    if let Err(refusal) = gateway.authorize(&headers, peer.ip()).await {
         let response = refused(refusal);
         gateway.metrics.request("/v1/models", response.status().as_u16());
         return response;
@@ -126,7 +126,7 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let response = match gateway.authorize(&headers, peer.ip()) {
+    let response = match gateway.authorize(&headers, peer.ip()).await {
         Ok(()) => answer(&gateway, &body).await,
         Err(refusal) => refused(refusal),
     };

@@ -54,13 +54,12 @@ pub async fn root(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     match upgrade {
-        Ok(upgrade) => upgrade
-            .max_message_size(MAX_WIRE_MESSAGE)
-            .max_frame_size(MAX_WIRE_MESSAGE)
-            .on_upgrade(move |socket| {
+        Ok(upgrade) => {
+            upgrade.max_message_size(MAX_WIRE_MESSAGE).max_frame_size(MAX_WIRE_MESSAGE).on_upgrade(move |socket| {
                 let connections = gateway.connections.clone();
                 connections.track_future(serve(gateway, socket, peer))
-            }),
+            })
+        }
         Err(_) => crate::ui::index().await,
     }
 }
@@ -237,7 +236,7 @@ impl Connection {
             };
             match frame::parse(text.as_str(), frame::MAX_PRE_AUTH_BYTES) {
                 Ok(ClientFrame::Request { id, method, params }) if method == "connect" => {
-                    return match self.connect(&params) {
+                    return match self.connect(&params).await {
                         Ok(()) => {
                             let hello = self.hello().await;
                             self.respond(&id, Ok(hello));
@@ -268,7 +267,7 @@ impl Connection {
     }
 
     /// Checks a `connect` request: protocol range, role, credentials, scopes.
-    fn connect(&mut self, params: &Map<String, Value>) -> Result<(), (MethodError, Stop)> {
+    async fn connect(&mut self, params: &Map<String, Value>) -> Result<(), (MethodError, Stop)> {
         let bad = |message: String| (MethodError::invalid(message), Stop::Close(1008, "bad connect"));
         let min = params.get("minProtocol").and_then(Value::as_u64).unwrap_or(PROTOCOL_MAX);
         let max = params.get("maxProtocol").and_then(Value::as_u64).unwrap_or(min);
@@ -292,11 +291,7 @@ impl Connection {
         let token = auth.and_then(|auth| auth.get("token")).and_then(Value::as_str);
         let password = auth.and_then(|auth| auth.get("password")).and_then(Value::as_str);
         let peer = self.peer.ip();
-        let verdict = self.gateway.authorize_with(peer, |mode| match mode {
-            crate::Auth::None => true,
-            crate::Auth::Token(_) => token.is_some_and(|token| mode.check_token(token)),
-            _ => password.is_some_and(|password| mode.check_password(password)),
-        });
+        let verdict = self.gateway.authorize_connect(peer, token, password).await;
         match verdict {
             Ok(()) => {}
             Err(crate::Refusal::LockedOut(wait)) => {
@@ -375,13 +370,21 @@ impl Connection {
             }
             let flush_at = self.runs.next_flush();
             tokio::select! {
-                () = self.gateway.shutdown.cancelled() => return Stop::Close(1012, "gateway restarting"),
-                () = sleep_until_or_never(flush_at) => self.flush_due(),
-                _ = tick.tick() => self.send_event("tick", json!({"ts": unix_ms()})),
+                biased;
                 event = events.recv() => match event {
                     Some(event) => self.forward(&event),
                     None => return Stop::NotReading,
                 },
+                () = self.gateway.shutdown.cancelled() => {
+                    // Turns have finished by now; deliver what they published, then close.
+                    while let Some(event) = events.try_recv() {
+                        self.forward(&event);
+                    }
+                    self.flush_due();
+                    return Stop::Close(1012, "gateway restarting");
+                }
+                () = sleep_until_or_never(flush_at) => self.flush_due(),
+                _ = tick.tick() => self.send_event("tick", json!({"ts": unix_ms()})),
                 message = stream.next() => {
                     let text = match message {
                         None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Stop::Gone,

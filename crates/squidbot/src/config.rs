@@ -270,7 +270,8 @@ mod tests {
     fn password_mode_needs_a_usable_argon2id_hash() {
         let mut auth = GatewayAuthConfig { mode: GatewayAuthMode::Password, ..GatewayAuthConfig::default() };
         assert_eq!(password_issue(&auth).unwrap().key, "gateway.auth.password_hash");
-        auth.password_hash = Some(squidbot_types::Secret::new("$argon2i$v=19$m=16,t=1,p=1$c2FsdHNhbHQ$aGFzaA"));
+        auth.password_hash =
+            Some(squidbot_types::Secret::new("$argon2i$v=19$m=16,t=2,p=1$c2FsdHNhbHQ$2YzvB0fcB8PVYfxlBcEgjw"));
         let issue = password_issue(&auth).unwrap();
         assert_eq!(issue.key, "gateway.auth.password_hash");
         assert!(issue.problem.contains("argon2id"), "{}", issue.problem);

@@ -19,12 +19,13 @@ pub(crate) struct Running {
 
 pub(crate) async fn start(home: &Home) -> Running {
     let mut child = home.command(&["gateway", "--port", "0"]).spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap().unwrap();
-    let base =
-        line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
-    Running { child, base }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+    let Some(base) = first.as_deref().and_then(|line| line.strip_prefix("listening on ")) else {
+        let output = child.wait_with_output().await.unwrap();
+        panic!("the gateway did not start: {first:?}\n{}", String::from_utf8_lossy(&output.stderr));
+    };
+    Running { child, base: base.to_owned() }
 }
 
 pub(crate) fn gateway_home(server: &ScriptedLlm) -> Home {

@@ -1,15 +1,17 @@
 //! Password auth on the real gateway: `gateway hash-password` makes the hash, the password
 //! is the bearer credential of `/v1/chat/completions`, wrong passwords and unusable hashes
-//! are refused.
+//! are refused, and the WebSocket protocol takes the password in `connect`.
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 use squidbot_testkit::{Reply, ScriptedLlm};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 
+use crate::gateway::start;
 use crate::harness::Home;
+use crate::protocol::{Client, connect_params};
 
 const PASSWORD: &str = "correct horse battery staple";
 
@@ -22,18 +24,6 @@ async fn hash_password(home: &Home, input: &str) -> Output {
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
     tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.unwrap().unwrap()
-}
-
-/// Starts `squidbot gateway --port 0` and returns it with the base URL from its first line.
-async fn start_gateway(home: &Home) -> (tokio::process::Child, String) {
-    let mut child = home.command(&["gateway", "--port", "0"]).spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
-    let Some(base) = first.as_deref().and_then(|line| line.strip_prefix("listening on ")) else {
-        let output = child.wait_with_output().await.unwrap();
-        panic!("the gateway did not start: {first:?}\n{}", String::from_utf8_lossy(&output.stderr));
-    };
-    (child, base.to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +49,8 @@ async fn a_hashed_password_is_the_bearer_credential_and_wrong_ones_get_401() {
     assert!(!shown.stdout.contains(hash), "config show redacts the hash: {}", shown.stdout);
     home.run(&["config", "validate"]).await.success();
 
-    let (mut child, base) = start_gateway(&home).await;
+    let running = start(&home).await;
+    let base = running.base.clone();
     let client = reqwest::Client::new();
     let completions = format!("{base}/v1/chat/completions");
     let body = json!({"model": "local/test-model", "user": "pat", "messages": [{"role": "user", "content": "hi"}]});
@@ -82,6 +73,15 @@ async fn a_hashed_password_is_the_bearer_credential_and_wrong_ones_get_401() {
         client.post(&completions).bearer_auth(PASSWORD).json(&body).send().await.unwrap().json().await.unwrap();
     assert_eq!(again["choices"][0]["message"]["content"], "Again.", "{again}");
 
+    let (mut socket, _) = Client::open(&running).await;
+    let refused = socket.call("connect", connect_params(4, &["operator.read"], json!({"password": "nope"}))).await;
+    assert_eq!(refused["error"]["details"]["code"], "AUTH_PASSWORD_MISMATCH", "{refused}");
+    let (mut socket, _) = Client::open(&running).await;
+    let hello = socket.call("connect", connect_params(4, &["operator.read"], json!({"password": PASSWORD}))).await;
+    assert_eq!(hello["payload"]["type"], "hello-ok", "{hello}");
+    assert_eq!(socket.call("health", json!({})).await["payload"]["ok"], true);
+
+    let mut child = running.child;
     child.kill().await.unwrap();
     let output = child.wait_with_output().await.unwrap();
     let logs = String::from_utf8_lossy(&output.stderr);

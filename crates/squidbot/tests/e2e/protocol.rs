@@ -15,7 +15,7 @@ use crate::gateway::{Running, TOKEN, gateway_home, start};
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A protocol client that keeps the events it saw.
-struct Client {
+pub(crate) struct Client {
     socket: Socket,
     next_id: u64,
     events: Vec<Value>,
@@ -28,7 +28,7 @@ fn ws_url(running: &Running) -> String {
 
 impl Client {
     /// Opens the socket and reads the challenge.
-    async fn open(running: &Running) -> (Client, Value) {
+    pub(crate) async fn open(running: &Running) -> (Client, Value) {
         let (socket, _) = tokio_tungstenite::connect_async(ws_url(running)).await.unwrap();
         let mut client = Client { socket, next_id: 0, events: Vec::new(), last_seq: 0 };
         let challenge = client.frame().await.expect("a challenge frame");
@@ -70,7 +70,7 @@ impl Client {
     }
 
     /// Sends a request and returns its response, keeping events seen meanwhile.
-    async fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = format!("r{}", self.next_id);
         self.send_text(json!({"type": "req", "id": id, "method": method, "params": params}).to_string()).await;
@@ -115,7 +115,7 @@ impl Client {
     }
 }
 
-fn connect_params(protocol: u64, scopes: &[&str], auth: Value) -> Value {
+pub(crate) fn connect_params(protocol: u64, scopes: &[&str], auth: Value) -> Value {
     json!({
         "minProtocol": protocol, "maxProtocol": protocol,
         "client": {"id": "test", "version": "1", "platform": "linux", "mode": "test"},
