@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::{Clock, rfc3339};
 use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
 use crate::context::{self, PromptSection, PromptSections, RuntimeInfo};
+use crate::leaks::LeakScanner;
 use crate::memory::Memories;
 use crate::provider::{CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
 use crate::session::Session;
@@ -155,6 +156,7 @@ pub struct Agent {
     settings: AgentSettings,
     compaction: Option<CompactionSettings>,
     sections: Option<Arc<dyn PromptSections>>,
+    leaks: LeakScanner,
     jobs: Mutex<HashMap<String, CompactionJob>>,
 }
 
@@ -211,6 +213,7 @@ impl Agent {
             settings,
             compaction: None,
             sections: None,
+            leaks: LeakScanner::default(),
             jobs: Mutex::new(HashMap::new()),
         }
     }
@@ -218,6 +221,13 @@ impl Agent {
     /// Turns on compaction.
     pub fn with_compaction(mut self, compaction: CompactionSettings) -> Self {
         self.compaction = Some(compaction);
+        self
+    }
+
+    /// Scans tool output with this scanner (which knows the configured secrets) instead of
+    /// the default one (secret shapes only).
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
         self
     }
 
@@ -473,6 +483,17 @@ impl Agent {
                             (message, true)
                         }
                     };
+                    let (content, findings) = self.leaks.redact(&content);
+                    if !findings.is_empty() {
+                        let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
+                        tracing::warn!(tool = %call.name, kinds = ?kinds, "redacted secrets from tool output");
+                        events.warning(&format!(
+                            "Redacted {} secret(s) ({}) from the output of {} before the model saw it.",
+                            findings.len(),
+                            kinds.join(", "),
+                            call.name
+                        ));
+                    }
                     EntryBody::ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error }
                 })
                 .collect();

@@ -7,6 +7,7 @@ pub mod compactor;
 pub mod context;
 pub mod events;
 pub mod ids;
+pub mod leaks;
 pub mod memory;
 pub mod provider;
 pub mod runs;

@@ -233,7 +233,8 @@ impl Environment {
             settings,
         )
         .with_compaction(compaction)
-        .with_sections(Arc::new(sections)))
+        .with_sections(Arc::new(sections))
+        .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config))))
     }
 }
 

@@ -327,3 +327,61 @@ async fn emergency_truncation_needs_no_model_call() {
     let last = provider.requests().last().unwrap().messages.clone();
     assert!(matches!(&last[0], ChatMessage::User { content } if content.contains("were dropped")), "{last:?}");
 }
+
+/// Returns fixed text, e.g. a file that happens to hold secrets.
+struct Leaky;
+
+impl Tool for Leaky {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "leaky".into(),
+            description: "prints secrets".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call<'a>(
+        &'a self,
+        _arguments: serde_json::Value,
+        _context: &'a ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(
+            "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz123456\nmine=configured-secret-value\nok",
+        ))
+    }
+}
+
+#[derive(Default)]
+struct Warnings(Mutex<Vec<String>>);
+
+impl AgentEvents for Warnings {
+    fn warning(&self, message: &str) {
+        self.0.lock().unwrap().push(message.to_owned());
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_tool_output_are_redacted_before_the_model_sees_them() {
+    let provider = FakeProvider::new(vec![calls(&[("a", "leaky", "{}")]), text("done")]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Leaky));
+    let (agent, store) = agent(provider.clone(), tools, 5);
+    let agent = agent.with_leak_scanner(crate::leaks::LeakScanner::new(["configured-secret-value".to_owned()]));
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let warnings = Warnings::default();
+    agent.run_turn(&mut session, "go", &warnings, &CancellationToken::new()).await.unwrap();
+    let sent = format!("{:?}", provider.requests()[1].messages);
+    assert!(!sent.contains("abcdefghijklmnop") && !sent.contains("configured-secret-value"), "{sent}");
+    assert!(sent.contains("[REDACTED:openai_key]") && sent.contains("[REDACTED:configured_secret]"), "{sent}");
+    let stored = format!("{:?}", store.load_boxed("cli:local").await.unwrap().unwrap().entries);
+    assert!(!stored.contains("configured-secret-value"), "the session file never holds it");
+    let warnings = warnings.0.lock().unwrap();
+    assert!(
+        warnings.iter().any(|warning| warning.contains("Redacted 2 secret(s)") && warning.contains("leaky")),
+        "{warnings:?}"
+    );
+}

@@ -190,3 +190,24 @@ async fn oldest_turns_are_dropped_with_a_warning_when_the_context_overflows() {
     assert_eq!(home.session_lines("cli:local").iter().filter(|line| line["type"] == "message").count(), 4);
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_in_tool_output_never_reach_the_model() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    let leaked = format!(
+        "ANTHROPIC_API_KEY=sk-ant-api03-{}\nour provider key: {KEY}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\nplain line\n",
+        "Z".repeat(40)
+    );
+    std::fs::write(home.workspace().join(".env"), leaked).unwrap();
+    server.push(Reply::tool_call("exec", json!({"command": "cat .env"})));
+    server.push(Reply::text("I looked."));
+    let run = home.run(&["agent", "-m", "show me .env"]).await.success();
+    assert_eq!(run.stdout, "I looked.\n");
+    assert!(run.stderr.contains("Redacted 3 secret(s)"), "{}", run.stderr);
+    let sent = server.requests()[1].body.to_string();
+    assert!(!sent.contains("ZZZZZZZZZZ") && !sent.contains(KEY) && !sent.contains("MIIEpAIBAAKCAQEA"), "{sent}");
+    assert!(sent.contains("[REDACTED:anthropic_key]") && sent.contains("plain line"), "{sent}");
+    server.assert_clean();
+}
