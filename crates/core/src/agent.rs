@@ -366,7 +366,15 @@ impl Agent {
 
         let sections = self.prompt_sections(&session.header().context).await;
         let system = self.system_prompt(first_run, &sections).text;
-        let tool_specs = self.tools.specs();
+        // Tools of run-time sources (MCP servers) are looked up, and their servers started,
+        // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
+        // at the model call below.
+        let turn_tools = tokio::select! {
+            biased;
+            () = cancel.cancelled() => self.tools.clone(),
+            resolved = self.tools.resolve() => resolved,
+        };
+        let tool_specs = turn_tools.specs();
         let sink = TurnSink { events, streamed: Mutex::new(String::new()) };
         let mut outcome = TurnOutcome {
             reply: String::new(),
@@ -469,7 +477,7 @@ impl Agent {
                 context: session.header().context.clone(),
                 cancel: cancel.child_token(),
             };
-            let results = tools::run_calls(&self.tools, &completion.tool_calls, &context, events).await;
+            let results = tools::run_calls(&turn_tools, &completion.tool_calls, &context, events).await;
             outcome.tool_calls += results.len() as u32;
             let mut fatal = None;
             let bodies = results

@@ -96,21 +96,51 @@ impl<T: Tool> DynTool for T {
     }
 }
 
+/// Tools known only at run time: an MCP server lists its tools once it has started, so the
+/// registry asks its sources at the start of every turn instead of at construction.
+pub trait ToolSource: Send + Sync {
+    /// Name for logs (`mcp`).
+    fn name(&self) -> &str;
+    /// The tools available now. May start what it needs on first use; never fails as a
+    /// whole: a broken backend contributes fewer tools and logs why.
+    fn tools(&self) -> impl Future<Output = Vec<Arc<dyn DynTool>>> + Send + '_;
+}
+
+/// Object-safe companion of [`ToolSource`].
+pub trait DynToolSource: Send + Sync {
+    /// See [`ToolSource::name`].
+    fn name(&self) -> &str;
+    /// Boxed form of [`ToolSource::tools`].
+    fn tools_boxed(&self) -> BoxFuture<'_, Vec<Arc<dyn DynTool>>>;
+}
+
+impl<T: ToolSource> DynToolSource for T {
+    fn name(&self) -> &str {
+        ToolSource::name(self)
+    }
+
+    fn tools_boxed(&self) -> BoxFuture<'_, Vec<Arc<dyn DynTool>>> {
+        Box::pin(self.tools())
+    }
+}
+
 /// Parses a tool's JSON arguments into its typed argument struct, with an error the
 /// model can act on.
 pub fn parse_arguments<T: DeserializeOwned>(arguments: serde_json::Value) -> Result<T, ToolError> {
     serde_json::from_value(arguments).map_err(|error| ToolError::RespondToModel(format!("invalid arguments: {error}")))
 }
 
-/// The tools available to one agent, by name.
+/// The tools available to one agent, by name, plus sources of tools known only at run time.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn DynTool>>,
+    sources: Vec<Arc<dyn DynToolSource>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_list().entries(self.tools.keys()).finish()
+        let sources: Vec<String> = self.sources.iter().map(|source| format!("<{}>", source.name())).collect();
+        formatter.debug_list().entries(self.tools.keys()).entries(sources).finish()
     }
 }
 
@@ -125,12 +155,44 @@ impl ToolRegistry {
         self.tools.insert(tool.spec().name, tool);
     }
 
+    /// Adds a source whose tools join the registry at every [`ToolRegistry::resolve`].
+    pub fn add_source(&mut self, source: Arc<dyn DynToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// True when some tools are known only at run time.
+    pub fn has_sources(&self) -> bool {
+        !self.sources.is_empty()
+    }
+
+    /// The registry for one turn: the fixed tools plus what every source offers now (the
+    /// sources are asked concurrently). A source's tool never replaces a fixed one.
+    pub async fn resolve(&self) -> ToolRegistry {
+        if self.sources.is_empty() {
+            return self.clone();
+        }
+        let offered = futures_util::future::join_all(self.sources.iter().map(|source| source.tools_boxed())).await;
+        let mut resolved = ToolRegistry { tools: self.tools.clone(), sources: Vec::new() };
+        for (source, tools) in self.sources.iter().zip(offered) {
+            for tool in tools {
+                let name = tool.spec().name;
+                if resolved.tools.contains_key(&name) {
+                    tracing::warn!(source = source.name(), tool = %name, "skipping a tool whose name is already taken");
+                    continue;
+                }
+                resolved.tools.insert(name, tool);
+            }
+        }
+        resolved
+    }
+
     /// Looks a tool up by name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
         self.tools.get(name)
     }
 
-    /// Specs of every tool, sorted by name (stable for prompt caching).
+    /// Specs of every tool, sorted by name (stable for prompt caching); tools of sources
+    /// appear only in a [`ToolRegistry::resolve`]d registry.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.values().map(|tool| tool.spec()).collect()
     }
@@ -148,5 +210,50 @@ impl ToolRegistry {
     /// Tool names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named(&'static str);
+
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec { name: self.0.to_owned(), description: String::new(), parameters: serde_json::json!({}) }
+        }
+
+        fn mutates(&self) -> bool {
+            false
+        }
+
+        async fn call(&self, _arguments: serde_json::Value, _context: &ToolContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text(self.0))
+        }
+    }
+
+    struct Source(Vec<&'static str>);
+
+    impl ToolSource for Source {
+        fn name(&self) -> &str {
+            "test"
+        }
+
+        async fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+            self.0.iter().map(|name| Arc::new(Named(name)) as Arc<dyn DynTool>).collect()
+        }
+    }
+
+    #[tokio::test]
+    async fn sources_join_at_resolve_without_replacing_fixed_tools() {
+        let mut registry = ToolRegistry::new();
+        registry.register(Arc::new(Named("read_file")));
+        registry.add_source(Arc::new(Source(vec!["files__read_file", "read_file"])));
+        assert!(registry.has_sources());
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["read_file"]);
+        let resolved = registry.resolve().await;
+        assert_eq!(resolved.names().collect::<Vec<_>>(), ["files__read_file", "read_file"]);
+        assert!(!resolved.has_sources());
     }
 }

@@ -43,6 +43,33 @@ pub enum Command {
     /// Run the system jobs that are due now (TTL expiry, archival, bulletin, vectors).
     /// The REPL runs them on its own while it is open.
     Maintenance,
+    /// List, inspect and install skills.
+    Skills {
+        /// Which skills action.
+        #[command(subcommand)]
+        action: SkillsAction,
+    },
+}
+
+/// `squidbot skills …`.
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// List skills: name, source, availability, missing requirements, location.
+    List(JsonFlag),
+    /// Print a skill's frontmatter summary and its body.
+    Show {
+        /// The skill's name.
+        name: String,
+    },
+    /// Install a skill into $SQUIDBOT_HOME/skills from a local directory, a local git
+    /// repository or a git URL (`file://`, `https://`, `ssh://`, `git@host:path`).
+    Install {
+        /// Where the skill is.
+        source: String,
+        /// Replace an installed skill of the same name.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// `squidbot memory …`.

@@ -7,6 +7,7 @@ mod memory;
 mod onboard;
 mod repl;
 mod sessions;
+mod skills;
 mod status;
 
 use std::process::ExitCode;
@@ -46,6 +47,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         Command::Memory { action } => {
             let environment = Environment::load()?;
             runtime.block_on(memory::run(&environment, action)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Skills { action } => {
+            let environment = Environment::load()?;
+            skills::run(&environment, action).map(|()| ExitCode::SUCCESS)
         }
         Command::Maintenance => {
             let environment = Environment::load()?;

@@ -171,6 +171,9 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
         issues.push(ConfigIssue { key: "tools.exec.timeout_secs".into(), problem: "must be at least 1".into() });
     }
     issues.extend(password_issue(&config.gateway.auth));
+    if let Err(mcp_issues) = squidbot_mcp::check(&config.mcp) {
+        issues.extend(mcp_issues.into_iter().map(|issue| ConfigIssue { key: issue.key, problem: issue.problem }));
+    }
     issues
 }
 
@@ -217,6 +220,12 @@ pub fn secret_values(config: &Config) -> Vec<String> {
         if let Ok(value) = std::env::var(variable) {
             values.push(value);
         }
+    }
+    // MCP headers carry credentials (`Authorization: Bearer …`): the whole value and the
+    // credential after the scheme.
+    for header in config.mcp.servers.values().flat_map(|server| server.headers.values()) {
+        values.push(header.expose().to_owned());
+        values.extend(header.expose().split_whitespace().last().map(str::to_owned));
     }
     for preset in squidbot_llm::presets() {
         if let Ok(value) = std::env::var(preset.api_key_env) {

@@ -53,6 +53,21 @@ impl Paths {
         self.home.join("history.txt")
     }
 
+    /// The user's own skills, where `skills install` puts them.
+    pub fn user_skills(&self) -> PathBuf {
+        self.home.join("skills")
+    }
+
+    /// Where this version's bundled skills are written out for the file tools.
+    pub fn bundled_skills(&self) -> PathBuf {
+        self.home.join("bundled-skills").join(squidbot_skills::BUNDLED_VERSION)
+    }
+
+    /// Log files kept beside the database (`skills-install.jsonl`).
+    pub fn logs(&self) -> PathBuf {
+        self.home.join("logs")
+    }
+
     /// The workspace: `workspace.path` from config (with `~` expanded) or `$SQUIDBOT_HOME/workspace`.
     pub fn workspace(&self, configured: Option<&str>) -> PathBuf {
         match configured {

@@ -1,4 +1,5 @@
-//! The per-context prompt sections: the context's memory.md and its memory bulletin.
+//! The per-context prompt sections: the context's memory.md and its memory bulletin, and
+//! the chaining of several section sources (memory, then skills).
 
 use std::sync::Arc;
 
@@ -51,6 +52,29 @@ impl PromptSections for MemorySections {
                 tracing::warn!(%error, "can't read the memory sections");
                 Vec::new()
             })
+        })
+    }
+}
+
+/// Several section sources, in prompt order (memory first, then skills, as DESIGN.md
+/// orders the context).
+pub struct ChainedSections(Vec<Arc<dyn PromptSections>>);
+
+impl ChainedSections {
+    /// Chains `sources`.
+    pub fn new(sources: Vec<Arc<dyn PromptSections>>) -> Self {
+        Self(sources)
+    }
+}
+
+impl PromptSections for ChainedSections {
+    fn sections<'a>(&'a self, context: &'a str) -> BoxFuture<'a, Vec<PromptSection>> {
+        Box::pin(async move {
+            let mut sections = Vec::new();
+            for source in &self.0 {
+                sections.extend(source.sections(context).await);
+            }
+            sections
         })
     }
 }

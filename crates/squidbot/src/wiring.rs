@@ -7,10 +7,12 @@ use anyhow::{Context, Result, anyhow, bail};
 use squidbot_core::agent::{Agent, AgentSettings, CompactionSettings};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::compactor::CompactionPolicy;
-use squidbot_core::context::RuntimeInfo;
+use squidbot_core::context::{PromptSections, RuntimeInfo};
 use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments};
 use squidbot_core::tool::ToolRegistry;
 use squidbot_llm::Router;
+use squidbot_mcp::McpManager;
+use squidbot_skills::{SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
     BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteMemoryStore,
     SqliteSessionIndex,
@@ -19,7 +21,7 @@ use squidbot_types::config::{Config, DEFAULT_MAX_TURNS};
 
 use crate::housekeeping::{Housekeeping, parse_duration};
 use crate::indexed_sessions::IndexedSessionStore;
-use crate::sections::MemorySections;
+use crate::sections::{ChainedSections, MemorySections};
 
 use crate::config::{self as config_loader, LoadedConfig};
 use crate::logging;
@@ -137,6 +139,27 @@ impl Environment {
         self.paths.workspace(self.config().workspace.path.as_deref())
     }
 
+    /// The skill catalog: bundled skills, `skills.extra_dirs` (`~/` expanded, relative
+    /// ones under `$SQUIDBOT_HOME`), the user's skills and `<workspace>/skills`.
+    pub fn skill_catalog(&self) -> SkillCatalog {
+        let extra = self
+            .config()
+            .skills
+            .extra_dirs
+            .iter()
+            .map(|directory| match directory.to_str() {
+                Some(text) => self.paths.home.join(crate::paths::expand_tilde(text)),
+                None => self.paths.home.join(directory),
+            })
+            .collect();
+        SkillCatalog::new(SkillRoots {
+            bundled: Some(self.paths.bundled_skills()),
+            extra,
+            user: Some(self.paths.user_skills()),
+            workspace: Some(self.workspace().join("skills")),
+        })
+    }
+
     /// The model the assistant uses, honouring an override.
     pub fn assistant_model(&self, override_model: Option<&str>) -> Result<String> {
         let config = self.config();
@@ -164,15 +187,28 @@ impl Environment {
         })
     }
 
-    /// The tool set of the assistant: files, shell and memory.
-    pub fn tools(&self, memories: &Memories) -> ToolRegistry {
+    /// The tool set of the assistant: files, shell and memory, plus the tools of the MCP
+    /// servers, which start on the first turn that needs them.
+    pub fn tools(&self, memories: &Memories) -> Result<ToolRegistry> {
         let mut registry = ToolRegistry::new();
         let memory_tools =
             squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
         for tool in squidbot_tools::builtin_tools(&self.config().tools).into_iter().chain(memory_tools) {
             registry.register(tool);
         }
-        registry
+        if let Some(mcp) = self.mcp()? {
+            registry.add_source(mcp);
+        }
+        Ok(registry)
+    }
+
+    /// The servers of `[mcp]`, checked but not started; `None` when none is enabled.
+    pub fn mcp(&self) -> Result<Option<Arc<McpManager>>> {
+        let manager = McpManager::from_config(&self.config().mcp).map_err(|issues| {
+            let lines: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            anyhow!("invalid config {}: {}", self.paths.config.display(), lines.join("; "))
+        })?;
+        Ok((!manager.is_empty()).then(|| Arc::new(manager)))
     }
 
     /// Wires the assistant agent for a conversation, failing before anything is written
@@ -223,17 +259,23 @@ impl Environment {
             model: self.memory_model()?,
             memories: Some(memories.clone()),
         };
-        let sections = MemorySections::new(self.documents(), BulletinCache::new(self.database()?));
+        let memory_sections = MemorySections::new(self.documents(), BulletinCache::new(self.database()?));
+        let sections: Arc<dyn PromptSections> = if config.skills.enabled {
+            let skills = SkillSections::new(Arc::new(self.skill_catalog())).with_prompt_overrides(workspace.clone());
+            Arc::new(ChainedSections::new(vec![Arc::new(memory_sections), Arc::new(skills)]))
+        } else {
+            Arc::new(memory_sections)
+        };
         Ok(Agent::new(
             Arc::new(router),
-            self.tools(&memories),
+            self.tools(&memories)?,
             Arc::new(self.session_store()?),
             Arc::new(FsWorkspace::new(workspace)),
             Arc::new(SystemClock),
             settings,
         )
         .with_compaction(compaction)
-        .with_sections(Arc::new(sections))
+        .with_sections(sections)
         .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config))))
     }
 }

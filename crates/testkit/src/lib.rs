@@ -14,6 +14,7 @@
 mod anthropic;
 mod embeddings;
 mod exchange;
+mod fixed_reply;
 pub mod invariants;
 mod openai;
 mod script;
@@ -21,5 +22,6 @@ mod server;
 mod sse;
 
 pub use embeddings::{DEFAULT_EMBEDDING_DIMENSIONS, fake_embedding};
+pub use fixed_reply::FixedReply;
 pub use script::{ErrorKind, RecordedRequest, Reply, ScriptedCall, Wire};
-pub use server::{ScriptedLlm, ServerError, run_fixed_reply};
+pub use server::{ScriptedLlm, ServerError, run_fixed_reply, run_fixed_reply_with};

@@ -97,7 +97,7 @@ fn finish_reason(calls: &[ScriptedCall]) -> &'static str {
     if calls.is_empty() { "stop" } else { "tool_calls" }
 }
 
-fn usage(text: &str, calls: &[ScriptedCall], exchange: &Exchange) -> Value {
+pub(crate) fn usage(text: &str, calls: &[ScriptedCall], exchange: &Exchange) -> Value {
     let completion = completion_tokens(text, calls);
     json!({
         "prompt_tokens": exchange.prompt_tokens,
@@ -129,7 +129,7 @@ fn completion(text: &str, calls: &[ScriptedCall], exchange: &Exchange) -> Value 
     })
 }
 
-fn chunk(exchange: &Exchange, delta: Value, finish_reason: Option<&str>) -> Value {
+pub(crate) fn chunk(exchange: &Exchange, delta: Value, finish_reason: Option<&str>) -> Value {
     let mut chunk = json!({
         "id": format!("chatcmpl-scripted{}", exchange.number),
         "object": "chat.completion.chunk",

@@ -12,11 +12,13 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use axum::routing::post;
+use axum::serve::ListenerExt as _;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::exchange::Exchange;
+use crate::fixed_reply::{self, FixedReply};
 use crate::invariants::{CheckOptions, check_request};
 use crate::script::{ErrorKind, RecordedRequest, Reply, Wire};
 use crate::{anthropic, embeddings, openai, sse};
@@ -182,7 +184,16 @@ pub async fn run_fixed_reply(
     reply_text: String,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let shared = Arc::new(Shared::new(Mode::FixedReply(reply_text)));
+    run_fixed_reply_with(listener, FixedReply::new(reply_text), shutdown).await
+}
+
+/// [`run_fixed_reply`] with latency, word pacing and send stamps as `reply` says.
+pub async fn run_fixed_reply_with(
+    listener: TcpListener,
+    reply: FixedReply,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let shared = Arc::new(Shared::new(Mode::FixedReply(reply)));
     run_router(listener, router(shared), shutdown).await
 }
 
@@ -191,6 +202,13 @@ async fn run_router(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    // Without TCP_NODELAY, Nagle's algorithm holds small SSE frames back behind the
+    // client's delayed ACK (up to 40 ms), which would show up as provider latency.
+    let listener = listener.tap_io(|connection| {
+        if let Err(error) = connection.set_nodelay(true) {
+            eprintln!("scripted LLM: can't set TCP_NODELAY: {error}");
+        }
+    });
     axum::serve(listener, router).with_graceful_shutdown(shutdown).await.map_err(ServerError::Serve)
 }
 
@@ -208,7 +226,7 @@ fn router(shared: Arc<Shared>) -> Router {
 /// Whether the server follows a script or answers everything alike.
 enum Mode {
     Scripted,
-    FixedReply(String),
+    FixedReply(FixedReply),
 }
 
 struct Shared {
@@ -347,7 +365,7 @@ impl Shared {
                 problems.push(rejection.describe(wire));
                 Outcome::Rejected(rejection)
             }
-            (None, Mode::FixedReply(text)) => Outcome::Reply(Reply::Text(text.clone())),
+            (None, Mode::FixedReply(fixed)) => Outcome::Reply(fixed.reply()),
             (None, Mode::Scripted) => match state.script.pop_front() {
                 Some(reply) => Outcome::Reply(reply),
                 None => {
@@ -427,6 +445,12 @@ async fn answer(shared: &Shared, wire: Wire, headers: &HeaderMap, raw_body: &Byt
     match outcome {
         Outcome::Reply(reply) => {
             let reply = wait_until_due(reply).await;
+            if let (Wire::OpenAi, Mode::FixedReply(fixed), Reply::Text(text)) = (wire, &shared.mode, &reply)
+                && exchange.stream
+                && fixed.is_paced()
+            {
+                return fixed_reply::paced_openai_stream(text, fixed, &exchange);
+            }
             match wire {
                 // Embeddings are answered by `embeddings_request`; their wire is OpenAI's.
                 Wire::OpenAi | Wire::Embeddings => openai::respond(&reply, &exchange),

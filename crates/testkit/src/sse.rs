@@ -48,6 +48,11 @@ pub(crate) fn stream_response(frames: Vec<String>, ending: Ending) -> Response {
         }
         Ending::Stall => Body::from_stream(frames.chain(stream::pending())),
     };
+    event_stream_response(body)
+}
+
+/// A 200 `text/event-stream` response with `body`.
+pub(crate) fn event_stream_response(body: Body) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

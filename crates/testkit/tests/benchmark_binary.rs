@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -22,10 +23,10 @@ impl Drop for RunningServer {
     }
 }
 
-#[tokio::test]
-async fn the_benchmark_binary_answers_every_request_with_its_reply() {
+/// Starts the binary with `arguments` and returns it with its base URL.
+fn start(arguments: &[&str]) -> (RunningServer, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_squidbot-scripted-llm"))
-        .args(["--port", "0", "--reply", "bench reply"])
+        .args(arguments)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -36,6 +37,12 @@ async fn the_benchmark_binary_answers_every_request_with_its_reply() {
     BufReader::new(stdout).read_line(&mut line).expect("a first line");
     let base_url = line.trim().strip_prefix("listening on ").expect("the listening line").to_owned();
     assert!(base_url.starts_with("http://127.0.0.1:") && base_url.ends_with("/v1"), "{base_url}");
+    (server, base_url)
+}
+
+#[tokio::test]
+async fn the_benchmark_binary_answers_every_request_with_its_reply() {
+    let (server, base_url) = start(&["--port", "0", "--reply", "bench reply"]);
 
     let client = reqwest::Client::new();
     for _ in 0..3 {
@@ -86,5 +93,51 @@ async fn the_benchmark_binary_answers_every_request_with_its_reply() {
     let response =
         client.post(format!("{base_url}/messages")).json(&json!({"messages": []})).send().await.expect("response");
     assert_eq!(response.status(), 200, "violations are logged, not fatal");
+    drop(server);
+}
+
+#[tokio::test]
+async fn latency_pacing_and_stamps_shape_the_answers() {
+    let (server, base_url) = start(&[
+        "--port",
+        "0",
+        "--reply",
+        "one two three four",
+        "--delay-ms",
+        "60",
+        "--token-interval-ms",
+        "15",
+        "--stamp-tokens",
+    ]);
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let completion: Value = client
+        .post(format!("{base_url}/chat/completions"))
+        .json(&openai_body(false))
+        .send()
+        .await
+        .expect("response")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(started.elapsed() >= Duration::from_millis(60), "answered before the latency: {:?}", started.elapsed());
+    assert_eq!(completion["choices"][0]["message"]["content"], "one two three four", "plain answers are not stamped");
+
+    let before = SystemTime::now().duration_since(UNIX_EPOCH).expect("a clock after 1970").as_micros();
+    let response =
+        client.post(format!("{base_url}/chat/completions")).json(&openai_body(true)).send().await.expect("response");
+    let stream = read_stream(response).await.text;
+    assert!(stream.ends_with("data: [DONE]\n\n"), "{stream}");
+    let stamps: Vec<u128> = openai_chunks(&stream)
+        .iter()
+        .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .filter(|content| !content.is_empty())
+        .map(|content| content.trim_end().parse().expect("a stamp in microseconds"))
+        .collect();
+    assert_eq!(stamps.len(), 4, "one stamp per word: {stream}");
+    assert!(stamps[0] >= before + 60_000 + 15_000, "the first word waits for the latency and one interval");
+    for pair in stamps.windows(2) {
+        assert!(pair[1] - pair[0] >= 15_000, "words leave at least the interval apart: {stamps:?}");
+    }
     drop(server);
 }

@@ -29,6 +29,85 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// The gateway server.
     pub gateway: GatewayConfig,
+    /// MCP servers whose tools the assistant may call.
+    pub mcp: McpConfig,
+    /// Skills: extra directories and whether the prompt lists them.
+    pub skills: SkillsConfig,
+}
+
+/// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <
+/// group < workspace).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// False leaves the `<skills>` block and always-on skills out of the prompt.
+    pub enabled: bool,
+    /// More directories of skills, above the bundled ones and below the user's own;
+    /// a later one wins a name clash with an earlier one.
+    pub extra_dirs: Vec<std::path::PathBuf>,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self { enabled: true, extra_dirs: Vec::new() }
+    }
+}
+
+/// `[mcp]`: Model Context Protocol servers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// `[mcp.servers.<name>]`; the name prefixes the server's tools (`<name>__<tool>`).
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// Default for `mcp.servers.<name>.timeout_secs`.
+pub const DEFAULT_MCP_TIMEOUT_SECS: u64 = 60;
+
+/// Default for `mcp.servers.<name>.startup_timeout_secs`.
+pub const DEFAULT_MCP_STARTUP_TIMEOUT_SECS: u64 = 30;
+
+/// `[mcp.servers.<name>]`: one server, either a child process speaking stdio (`command`)
+/// or a streamable HTTP endpoint (`url`), never both.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Program to run (stdio transport); an absolute path, or a name looked up on a fixed
+    /// safe `PATH`.
+    pub command: Option<String>,
+    /// Arguments of `command`.
+    pub args: Vec<String>,
+    /// Environment variables for `command`, on top of a small safe set. Names that look
+    /// like credentials or change how programs load (`LD_*`, `DYLD_*`, `PATH`) are refused.
+    pub env: BTreeMap<String, String>,
+    /// Endpoint of a streamable HTTP server, `http://` or `https://`.
+    pub url: Option<String>,
+    /// Extra HTTP headers sent to `url` (such as `Authorization`); never printed.
+    pub headers: BTreeMap<String, Secret>,
+    /// Tools of this server the model may use, by the server's own names; empty means all.
+    pub allow: Vec<String>,
+    /// Seconds one tool call may take before it is cancelled.
+    pub timeout_secs: u64,
+    /// Seconds starting the server (spawn, handshake, tool listing) may take.
+    pub startup_timeout_secs: u64,
+    /// False keeps the server configured but unused.
+    pub enabled: bool,
+}
+
+impl Default for McpServerConfig {
+    fn default() -> Self {
+        Self {
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            url: None,
+            headers: BTreeMap::new(),
+            allow: Vec::new(),
+            timeout_secs: DEFAULT_MCP_TIMEOUT_SECS,
+            startup_timeout_secs: DEFAULT_MCP_STARTUP_TIMEOUT_SECS,
+            enabled: true,
+        }
+    }
 }
 
 /// `[gateway]`: the long-running server.

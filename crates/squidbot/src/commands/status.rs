@@ -1,4 +1,5 @@
-//! `squidbot status`: configuration, providers, workspace, sessions and prompt size.
+//! `squidbot status`: configuration, providers, workspace, sessions, prompt size and MCP
+//! servers.
 
 use anyhow::Result;
 use serde_json::json;
@@ -23,6 +24,10 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
     if !environment.loaded.file_exists {
         problems = vec![format!("no config at {}: run `squidbot onboard`", environment.paths.config.display())];
     }
+    if let Err(issues) = squidbot_mcp::check(&config.mcp) {
+        problems.extend(issues.iter().map(ToString::to_string));
+    }
+    let mcp_servers = mcp_servers(config);
     let sessions = JsonlSessionStore::new(environment.paths.sessions()).list().await?;
     let bootstrap: Vec<&str> = BOOTSTRAP_FILES
         .iter()
@@ -53,6 +58,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             "sessions": { "count": sessions.len(), "messages": sessions.iter().map(|session| session.message_count).sum::<usize>() },
             "prompt": { "system_chars": prompt_chars, "tools": tool_count, "tool_schema_chars": tool_chars },
             "memory": memory,
+            "mcp": { "servers": mcp_servers },
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -94,6 +100,15 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
         sessions.iter().map(|session| session.message_count).sum::<usize>()
     );
     println!("prompt     {prompt_chars} chars system prompt, {tool_count} tools in {tool_chars} chars of schema");
+    for server in &mcp_servers {
+        println!(
+            "mcp        {} ({}, {}) {}",
+            server["name"].as_str().unwrap_or_default(),
+            server["transport"].as_str().unwrap_or_default(),
+            if server["enabled"] == true { "enabled" } else { "disabled" },
+            server["target"].as_str().unwrap_or_default()
+        );
+    }
     match memory.get("error") {
         Some(error) => println!("memory     unavailable: {}", error.as_str().unwrap_or_default()),
         None => {
@@ -111,6 +126,24 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The configured MCP servers (name, transport, enabled, command or URL); none is started.
+fn mcp_servers(config: &squidbot_types::config::Config) -> Vec<serde_json::Value> {
+    config
+        .mcp
+        .servers
+        .iter()
+        .map(|(name, server)| {
+            let (transport, target) = match (&server.command, &server.url) {
+                (Some(command), None) => ("stdio", command.clone()),
+                // A query string may carry a credential; status never prints it.
+                (None, Some(url)) => ("http", url.split('?').next().unwrap_or_default().to_owned()),
+                _ => ("invalid", String::new()),
+            };
+            json!({ "name": name, "transport": transport, "enabled": server.enabled, "target": target })
+        })
+        .collect()
 }
 
 /// Memory facts for the owner's context, or the reason they can't be read.

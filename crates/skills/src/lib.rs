@@ -1,0 +1,22 @@
+//! squidbot's skills: `SKILL.md` parsing, discovery across sources with an mtime cache,
+//! availability checks, the `<skills>` prompt block (as core's `PromptSections`), the
+//! bundled skills, and validated installs.
+
+pub mod availability;
+pub mod bundled;
+pub mod catalog;
+pub mod install;
+pub mod manifest;
+pub mod problem;
+pub mod prompt;
+
+pub use availability::{Host, Missing, SystemHost};
+pub use bundled::{BUNDLED, BUNDLED_VERSION, BundledSkill};
+pub use catalog::{Discovery, Skill, SkillCatalog, SkillRoots, SkillSource};
+pub use install::{
+    InProcessValidator, InstallError, InstallRequest, Installed, SkillValidator, ValidSkill, install, install_with,
+    validate_skill_dir,
+};
+pub use manifest::{Manifest, Requirements, parse_skill, read_skill_file, validate_name};
+pub use problem::{ProblemKind, SkillProblem};
+pub use prompt::{SkillSections, prompt_sections, skills_block};

@@ -1,0 +1,209 @@
+//! Gateway benchmarks against the real release binaries: start to healthy, idle memory,
+//! relay overhead per streamed token (SSE API and WebSocket protocol), and many
+//! WebSocket clients each running a turn at once against a provider with fixed latency.
+//!
+//! Run: `scripts/bench-gateway` (builds the binaries, then runs this with
+//! `cargo bench -p squidbot --bench gateway_load`). Environment: `GATEWAY_BENCH_CLIENTS`
+//! (1000), `GATEWAY_BENCH_STARTS` (20), `GATEWAY_BENCH_RELAY_REQUESTS` (20),
+//! `GATEWAY_BENCH_LATENCY_MS` (200), `GATEWAY_BENCH_PHASES` (`startup,relay,load`),
+//! `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds.
+
+mod client;
+mod load;
+mod processes;
+mod relay;
+mod startup;
+mod stats;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use processes::{Home, Running, problem_lines, scripted_llm, wait_healthy};
+use stats::Samples;
+
+/// What to run, from the environment.
+struct Settings {
+    clients: usize,
+    starts: usize,
+    relay_requests: usize,
+    latency: Duration,
+    phases: Vec<String>,
+}
+
+impl Settings {
+    fn from_environment() -> Result<Settings> {
+        let number = |name: &str, default: usize| -> Result<usize> {
+            match std::env::var(name) {
+                Ok(value) => value.parse().with_context(|| format!("{name}={value:?} is not a number")),
+                Err(_) => Ok(default),
+            }
+        };
+        let phases = std::env::var("GATEWAY_BENCH_PHASES").unwrap_or_else(|_| "startup,relay,load".to_owned());
+        Ok(Settings {
+            clients: number("GATEWAY_BENCH_CLIENTS", 1000)?,
+            starts: number("GATEWAY_BENCH_STARTS", 20)?,
+            relay_requests: number("GATEWAY_BENCH_RELAY_REQUESTS", 20)?,
+            latency: Duration::from_millis(number("GATEWAY_BENCH_LATENCY_MS", 200)? as u64),
+            phases: phases.split(',').map(|phase| phase.trim().to_owned()).collect(),
+        })
+    }
+
+    fn runs(&self, phase: &str) -> bool {
+        self.phases.iter().any(|wanted| wanted == phase)
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let settings = Settings::from_environment()?;
+    let work = tempfile::tempdir().context("can't make a work directory")?;
+    println!("gateway: {}", processes::gateway_binary().display());
+    println!("scripted provider: {}", processes::scripted_llm_binary().display());
+    println!("cores: {}", std::thread::available_parallelism().map_or(0, usize::from));
+    if settings.runs("startup") {
+        startup_phase(&settings, work.path())?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("can't start tokio")?;
+    if settings.runs("relay") {
+        runtime.block_on(relay_phase(&settings, work.path()))?;
+    }
+    if settings.runs("load") {
+        open_files_suffice(settings.clients)?;
+        runtime.block_on(load_phase(&settings, work.path()))?;
+    }
+    Ok(())
+}
+
+/// Starts a gateway in a fresh home against `provider` and waits until it is healthy.
+fn healthy_gateway(provider: &Running) -> Result<(Home, Running)> {
+    let home = Home::new(&provider.base)?;
+    let (gateway, _) = home.start_gateway()?;
+    wait_healthy(gateway.address()?, Duration::from_secs(10))?;
+    Ok((home, gateway))
+}
+
+fn startup_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+    let provider = scripted_llm(&[], &work.join("provider-startup.log"))?;
+    let home = Home::new(&provider.base)?;
+    let report = startup::measure(&home, settings.starts)?;
+    println!("\n## start to healthy ({} runs after a first one that creates the database)", settings.starts);
+    println!("first start: {:.1} ms", report.first.as_secs_f64() * 1000.0);
+    println!("spawn to `listening on`: {}", report.listening.summary(1));
+    println!("spawn to /health 200:    {}", report.healthy.summary(1));
+    println!("median start to healthy: {:.1} ms (target < 100 ms)", report.healthy.percentile(0.5));
+    Ok(())
+}
+
+async fn relay_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+    let options = relay::provider_options();
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let provider = scripted_llm(&options, &work.join("provider-relay.log"))?;
+    let (home, gateway) = healthy_gateway(&provider)?;
+    let report = relay::measure(&provider.base, &gateway.base, settings.relay_requests).await?;
+    println!(
+        "\n## relay overhead per token ({} replies of {} words, {} ms apart; provider send stamp to client receipt)",
+        settings.relay_requests,
+        relay::WORDS,
+        relay::WORD_INTERVAL.as_millis()
+    );
+    println!("client <- provider directly:     {}", report.direct.summary(3));
+    println!("client <- gateway SSE API:       {}", report.sse.summary(3));
+    println!("client <- gateway WebSocket:     {}", report.websocket.summary(3));
+    println!(
+        "added by the gateway (SSE minus direct): p50 {:.3} ms, p99 {:.3} ms (target p99 < 1 ms)",
+        report.sse.percentile(0.5) - report.direct.percentile(0.5),
+        report.sse.percentile(0.99) - report.direct.percentile(0.99)
+    );
+    report_problems("gateway", &home.log());
+    report_problems("provider", &work.join("provider-relay.log"));
+    drop(gateway);
+    Ok(())
+}
+
+async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+    let latency = settings.latency.as_millis().to_string();
+    let provider_log = work.join("provider-load.log");
+    let provider = scripted_llm(&["--reply", "Done, all good.", "--delay-ms", &latency], &provider_log)?;
+    let (home, gateway) = healthy_gateway(&provider)?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = gateway.memory()?;
+    println!("\n## idle gateway memory");
+    println!("after start (healthy + 1 s): {idle} (target < 15 MB)");
+    let url = gateway.base.replace("http://", "ws://");
+    let report = load::run(&url, settings.clients, 2).await?;
+    println!(
+        "\n## {} concurrent WebSocket clients, one turn each per round, provider latency {} ms",
+        report.clients, latency
+    );
+    println!(
+        "connect + handshake of all clients: {:.0} ms, {} failed",
+        report.connect_wall.as_secs_f64() * 1000.0,
+        report.connect_errors.len()
+    );
+    for error in report.connect_errors.iter().take(5) {
+        println!("  connect error: {error}");
+    }
+    let ideal = settings.latency.as_secs_f64();
+    for (number, round) in report.rounds.iter().enumerate() {
+        let wall = round.wall.as_secs_f64();
+        let throughput = round.latencies.len() as f64 / wall;
+        println!(
+            "round {}: {} completed, {} errors, wall {:.0} ms, {:.0} turns/s = {:.0} % of ideal ({:.0} turns/s)",
+            number + 1,
+            round.latencies.len(),
+            round.errors.len(),
+            wall * 1000.0,
+            throughput,
+            100.0 * ideal / wall * round.latencies.len() as f64 / report.clients as f64,
+            report.clients as f64 / ideal
+        );
+        println!("  turn latency: {}", Samples::of_durations(&round.latencies).summary(1));
+        for error in round.errors.iter().take(5) {
+            println!("  error: {error}");
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    println!("after the load (clients gone + 2 s): {} (target < 15 MB)", gateway.memory()?);
+    report_problems("gateway", &home.log());
+    report_problems("provider", &provider_log);
+    drop(gateway);
+    if report.rounds.iter().any(|round| !round.errors.is_empty()) || !report.connect_errors.is_empty() {
+        bail!("the load run had errors");
+    }
+    Ok(())
+}
+
+fn report_problems(name: &str, log: &std::path::Path) {
+    let problems = problem_lines(log);
+    if !problems.is_empty() {
+        println!("{name} log: {} warning/error lines, first: {}", problems.len(), problems[0]);
+    }
+}
+
+/// Each client needs a descriptor here and two in the gateway (its socket and the
+/// provider connection); the limit is inherited, so the shell's `ulimit -n` decides.
+fn open_files_suffice(clients: usize) -> Result<()> {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft: Option<usize> = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .and_then(|line| line.split_whitespace().nth(3))
+        .and_then(|value| value.parse().ok());
+    match soft {
+        Some(soft) if soft < clients * 2 + 256 => {
+            bail!("the open-file limit is {soft}; raise it first, e.g. `ulimit -n {}`", clients * 2 + 1024)
+        }
+        _ => Ok(()),
+    }
+}

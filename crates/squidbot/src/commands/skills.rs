@@ -1,0 +1,173 @@
+//! `squidbot skills list|show|install`.
+
+use anyhow::{Result, bail};
+use serde_json::json;
+use squidbot_skills::install::GIT_TIMEOUT;
+use squidbot_skills::{Discovery, InstallRequest, Skill, SkillProblem};
+
+use crate::cli::SkillsAction;
+use crate::wiring::Environment;
+
+/// Runs a skills action.
+pub fn run(environment: &Environment, action: SkillsAction) -> Result<()> {
+    match action {
+        SkillsAction::List(flags) => list(environment, flags.json),
+        SkillsAction::Show { name } => show(environment, &name),
+        SkillsAction::Install { source, force } => install(environment, source, force),
+    }
+}
+
+/// Malformed skills are skipped, never fatal: each is one warning line naming the file.
+fn warn_about(problems: &[SkillProblem]) {
+    for problem in problems {
+        eprintln!("warning: skipped skill {problem}");
+    }
+}
+
+fn discover(environment: &Environment) -> Discovery {
+    let discovery = environment.skill_catalog().discover();
+    warn_about(&discovery.problems);
+    discovery
+}
+
+fn skill_json(skill: &Skill) -> serde_json::Value {
+    let manifest = &skill.manifest;
+    json!({
+        "name": manifest.name,
+        "description": manifest.description,
+        "source": skill.source,
+        "available": skill.available(),
+        "missing": skill.missing,
+        "location": skill.directory,
+        "file": skill.file(),
+        "always": manifest.always,
+        "requires": manifest.requirements,
+        "overrides": skill.overrides,
+    })
+}
+
+fn list(environment: &Environment, as_json: bool) -> Result<()> {
+    let discovery = discover(environment);
+    if as_json {
+        let skills: Vec<_> = discovery.skills.iter().map(skill_json).collect();
+        println!("{}", serde_json::to_string_pretty(&skills)?);
+        return Ok(());
+    }
+    if discovery.skills.is_empty() {
+        println!("no skills");
+    }
+    let status = |skill: &Skill| {
+        if skill.available() {
+            "available".to_owned()
+        } else {
+            format!("unavailable (missing {})", skill.missing.describe())
+        }
+    };
+    let width = discovery.skills.iter().map(|skill| skill.name().len()).max().unwrap_or(0);
+    let status_width = discovery.skills.iter().map(|skill| status(skill).len()).max().unwrap_or(0);
+    for skill in &discovery.skills {
+        println!(
+            "{:<width$}  {:<9}  {:<status_width$}  {}",
+            skill.name(),
+            skill.source.as_str(),
+            status(skill),
+            skill.directory.display()
+        );
+    }
+    if !environment.config().skills.enabled {
+        println!("note: skills.enabled is false, so the prompt lists none of these");
+    }
+    Ok(())
+}
+
+fn show(environment: &Environment, name: &str) -> Result<()> {
+    let discovery = discover(environment);
+    let Some(skill) = discovery.get(name) else {
+        let malformed = discovery.problems.iter().any(|problem| {
+            problem.path.parent().and_then(|parent| parent.file_name()).is_some_and(|file| file == name)
+        });
+        if malformed {
+            bail!("skill {name:?} is malformed (see the warning above)");
+        }
+        bail!("no skill named {name:?}; `squidbot skills list` shows them");
+    };
+    let manifest = &skill.manifest;
+    let yes_no = |flag: bool| if flag { "yes" } else { "no" };
+    println!("name         {}", manifest.name);
+    println!("description  {}", manifest.description);
+    let overrides: Vec<&str> = skill.overrides.iter().map(|source| source.as_str()).collect();
+    let replaces = if overrides.is_empty() { String::new() } else { format!(" (replaces {})", overrides.join(", ")) };
+    println!("source       {}{replaces}", skill.source.as_str());
+    println!("location     {}", skill.directory.display());
+    if skill.available() {
+        println!("available    yes");
+    } else {
+        println!("available    no (missing {})", skill.missing.describe());
+    }
+    println!("always       {}", yes_no(manifest.always));
+    let requirements = &manifest.requirements;
+    if !requirements.is_empty() {
+        let mut parts = Vec::new();
+        for (label, items) in [
+            ("bins", &requirements.bins),
+            ("one of", &requirements.any_bins),
+            ("env", &requirements.env),
+            ("os", &requirements.os),
+        ] {
+            if !items.is_empty() {
+                parts.push(format!("{label}: {}", items.join(", ")));
+            }
+        }
+        println!("requires     {}", parts.join("; "));
+    }
+    if let Some(license) = &manifest.license {
+        println!("license      {license}");
+    }
+    if let Some(emoji) = &manifest.emoji {
+        println!("emoji        {emoji}");
+    }
+    if let Some(key) = manifest.metadata_key {
+        println!("metadata     read from metadata.{key}");
+    }
+    if manifest.addons.is_some() {
+        println!("addons       declared (not acted on yet)");
+    }
+    println!();
+    print!("{}", manifest.body);
+    if !manifest.body.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
+fn install(environment: &Environment, source: String, force: bool) -> Result<()> {
+    let request = InstallRequest {
+        source,
+        skills_root: environment.paths.user_skills(),
+        log_file: environment.paths.logs().join("skills-install.jsonl"),
+        force,
+        git_timeout: GIT_TIMEOUT,
+    };
+    let installed = squidbot_skills::install(&request)?;
+    let verb = if installed.replaced { "replaced" } else { "installed" };
+    println!(
+        "{verb} skill {} in {} ({} files, {} bytes)",
+        installed.name,
+        installed.directory.display(),
+        installed.files,
+        installed.bytes
+    );
+    let discovery = environment.skill_catalog().discover();
+    if let Some(skill) = discovery.get(&installed.name) {
+        if skill.directory != installed.directory {
+            eprintln!(
+                "warning: the {} skill at {} takes precedence over the one just installed",
+                skill.source.as_str(),
+                skill.directory.display()
+            );
+        } else if !skill.available() {
+            eprintln!("note: {} is unavailable until it has {}", installed.name, skill.missing.describe());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! Skills end to end: the bundled set with availability, installing, a broken skill
+//! skipped with a warning, and the `<skills>` block in the prompt the model receives.
+
+use std::path::Path;
+
+use squidbot_testkit::{Reply, ScriptedLlm};
+
+use crate::harness::{Home, messages};
+
+fn skills_json(stdout: &str) -> Vec<serde_json::Value> {
+    serde_json::from_str::<serde_json::Value>(stdout).expect("JSON output").as_array().cloned().expect("an array")
+}
+
+fn find<'a>(skills: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    skills.iter().find(|skill| skill["name"] == name).unwrap_or_else(|| panic!("no {name} in {skills:#?}"))
+}
+
+fn write_skill(directory: &Path, name: &str, description: &str) {
+    std::fs::create_dir_all(directory.join("references")).unwrap();
+    std::fs::write(
+        directory.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n\nDo it well.\n"),
+    )
+    .unwrap();
+    std::fs::write(directory.join("references/notes.md"), "More detail.\n").unwrap();
+}
+
+/// A PATH holding only a `git` that is never run: availability is decided by looking.
+fn path_with_only_git(home: &Home) -> String {
+    let bin = home.path().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_bundled_skills_with_availability_and_show_prints_the_body() {
+    let home = Home::new();
+    let path = path_with_only_git(&home);
+    let run = home.run_with(&["skills", "list", "--json"], &[("PATH", &path)]).await.success();
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    let skills = skills_json(&run.stdout);
+    for name in [
+        "memory",
+        "cron",
+        "github",
+        "git",
+        "python",
+        "web-search",
+        "summarize",
+        "research",
+        "code-review",
+        "skill-creator",
+    ] {
+        let skill = find(&skills, name);
+        assert_eq!(skill["source"], "bundled", "{skill}");
+        let location = Path::new(skill["location"].as_str().unwrap());
+        assert!(location.starts_with(home.path().join("bundled-skills")), "{skill}");
+        assert!(location.join("SKILL.md").is_file(), "written out for the file tools: {skill}");
+    }
+    assert_eq!(find(&skills, "git")["available"], true);
+    let github = find(&skills, "github");
+    assert_eq!(github["available"], false);
+    assert_eq!(github["missing"]["bins"], serde_json::json!(["gh"]));
+    assert_eq!(find(&skills, "python")["missing"]["bins"], serde_json::json!(["python3"]));
+    assert_eq!(find(&skills, "memory")["always"], true);
+
+    let run = home.run_with(&["skills", "list"], &[("PATH", &path)]).await.success();
+    let github_line = run.stdout.lines().find(|line| line.starts_with("github ")).unwrap();
+    assert!(github_line.contains("bundled") && github_line.contains("unavailable (missing bins: gh)"), "{github_line}");
+
+    let run = home.run_with(&["skills", "show", "github"], &[("PATH", &path)]).await.success();
+    assert!(run.stdout.contains("available    no (missing bins: gh)"), "{}", run.stdout);
+    assert!(run.stdout.contains("# GitHub via `gh`"), "{}", run.stdout);
+    let run = home.run(&["skills", "show", "nope"]).await.failure();
+    assert!(run.stderr.contains("no skill named \"nope\""), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_from_a_directory_then_list_shows_it_and_a_second_install_needs_force() {
+    let home = Home::new();
+    let source = tempfile::tempdir().unwrap();
+    let skill = source.path().join("my-weekly-report");
+    write_skill(&skill, "weekly-report", "Write the weekly report.");
+    let source_text = skill.display().to_string();
+    let run = home.run(&["skills", "install", &source_text]).await.success();
+    assert!(run.stdout.contains("installed skill weekly-report"), "{}", run.stdout);
+    let installed = home.path().join("skills/weekly-report");
+    assert!(installed.join("references/notes.md").is_file());
+
+    let skills = skills_json(&home.run(&["skills", "list", "--json"]).await.success().stdout);
+    let listed = find(&skills, "weekly-report");
+    assert_eq!(listed["source"], "user");
+    assert_eq!(listed["available"], true);
+    assert_eq!(listed["location"], installed.display().to_string());
+
+    let run = home.run(&["skills", "install", &source_text]).await.failure();
+    assert!(run.stderr.contains("already installed") && run.stderr.contains("--force"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "one-line error: {}", run.stderr);
+    home.run(&["skills", "install", &source_text, "--force"]).await.success();
+
+    std::os::unix::fs::symlink("/etc/passwd", skill.join("references/passwd")).unwrap();
+    let run = home.run(&["skills", "install", &source_text, "--force"]).await.failure();
+    assert!(run.stderr.contains("symbolic links are not allowed"), "{}", run.stderr);
+    assert!(!installed.join("references/passwd").exists());
+
+    let log = std::fs::read_to_string(home.path().join("logs/skills-install.jsonl")).unwrap();
+    let results: Vec<String> = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["result"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results, ["installed", "failed", "replaced", "failed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_skill_is_skipped_with_a_warning_naming_the_file() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let skills = home.workspace().join("skills");
+    write_skill(&skills.join("fine"), "fine", "A fine skill.");
+    let broken = skills.join("broken").join("SKILL.md");
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::write(&broken, "---\nname: broken\ndescription: [never closed\n---\nbody\n").unwrap();
+
+    let run = home.run(&["skills", "list", "--json"]).await.success();
+    let warning = run.stderr.lines().find(|line| line.contains("warning")).unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(warning.contains(&broken.display().to_string()) && warning.contains("broken YAML"), "{warning}");
+    let listed = skills_json(&run.stdout);
+    assert!(listed.iter().all(|skill| skill["name"] != "broken"));
+    assert_eq!(find(&listed, "fine")["source"], "workspace");
+
+    // The agent still answers; the prompt lists the good skill only.
+    server.push(Reply::text("fine"));
+    let run = home.run(&["agent", "-m", "hi"]).await.success();
+    assert_eq!(run.stdout, "fine\n");
+    assert!(run.stderr.contains(&broken.display().to_string()), "{}", run.stderr);
+    let system = messages(&server.requests()[0].body)[0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("<name>fine</name>"), "{system}");
+    assert!(!system.contains("<name>broken</name>"), "{system}");
+    server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_system_prompt_carries_the_skills_block_and_always_on_bodies() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    write_skill(&home.workspace().join("skills/deploy"), "deploy", "Deploy <the> app & check it.");
+    server.push(Reply::text("ok"));
+    home.run(&["agent", "-m", "hello"]).await.success();
+    let system = messages(&server.requests()[0].body)[0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("# Skills\n\n"), "{system}");
+    assert!(system.contains("<skills>\n  <skill available="), "{system}");
+    assert!(
+        system.contains("<name>deploy</name>\n    <description>Deploy &lt;the&gt; app &amp; check it.</description>")
+    );
+    let location = home.workspace().join("skills/deploy").display().to_string();
+    assert!(system.contains(&format!("<location>{location}</location>")), "{system}");
+    assert!(system.contains("<name>skill-creator</name>"), "{system}");
+    assert!(system.contains("# Skill: memory (always on;"), "{system}");
+    assert!(system.contains("memory_recall"), "the memory skill's body is injected: {system}");
+    assert!(!system.contains("<name>memory</name>"), "an injected skill is not listed twice");
+    let skills_at = system.find("<skills>").unwrap();
+    let runtime_at = system.find("## Runtime").unwrap();
+    assert!(skills_at < runtime_at, "the runtime line stays last");
+
+    // A skill written between turns is in the next prompt; disabling skills removes all.
+    write_skill(&home.workspace().join("skills/later"), "later", "Added later.");
+    server.push(Reply::text("ok"));
+    home.run(&["agent", "-m", "again"]).await.success();
+    let system = messages(&server.requests()[1].body)[0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("<name>later</name>"), "{system}");
+    home.append_config("[skills]\nenabled = false\n");
+    server.push(Reply::text("ok"));
+    home.run(&["agent", "-m", "third"]).await.success();
+    let system = messages(&server.requests()[2].body)[0]["content"].as_str().unwrap().to_owned();
+    assert!(!system.contains("<skills>") && !system.contains("Skill: memory"), "{system}");
+    server.assert_clean();
+}
