@@ -42,7 +42,12 @@ pub struct Services {
     pub providers: Vec<Value>,
     /// The configuration with secrets redacted, for `config.get`.
     pub config: Value,
+    /// Lists the skills with their availability, for `skills.list` (re-read each call).
+    pub skills: Option<SkillLister>,
 }
+
+/// Lists skills as JSON objects (`name`, `description`, `available`, `location`, ...).
+pub type SkillLister = Arc<dyn Fn() -> Vec<Value> + Send + Sync>;
 
 /// Everything the handlers share.
 pub struct Gateway {

@@ -115,7 +115,10 @@ pub(super) async fn call(
         "agents.list" => {
             Ok(json!({"defaultId": "main", "agents": [{"id": "main", "name": "squidbot", "default": true}]}))
         }
-        "skills.list" => Ok(json!({"skills": []})),
+        "skills.list" => {
+            let skills = gateway.services.skills.as_ref().map(|list| list()).unwrap_or_default();
+            Ok(json!({"skills": skills}))
+        }
         "memory.list" => memory_list(connection, params).await,
         "memory.save" => memory_save(connection, params).await,
         "memory.delete" => memory_delete(connection, params).await,

@@ -76,6 +76,18 @@ fn hash_password() -> Result<()> {
     Ok(())
 }
 
+/// Lists the skills the prompt sees, discovered afresh (cheap when nothing changed).
+fn skill_lister(environment: &Environment) -> squidbot_server::SkillLister {
+    let catalog = environment.skill_catalog();
+    let enabled = environment.config().skills.enabled;
+    Arc::new(move || {
+        if !enabled {
+            return Vec::new();
+        }
+        catalog.discover().skills.iter().map(crate::commands::skills::skill_json).collect()
+    })
+}
+
 /// Runs the gateway.
 pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<()> {
     let config = &environment.config().gateway;
@@ -108,6 +120,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         document_cap: environment.config().memory.document_cap,
         providers,
         config: serde_json::to_value(environment.config()).unwrap_or_default(),
+        skills: Some(skill_lister(environment)),
     };
     let runner = Runner::new(agent, EventHub::new());
     let gateway = Gateway::new(runner, auth, models, services);

@@ -30,7 +30,8 @@ fn discover(environment: &Environment) -> Discovery {
     discovery
 }
 
-fn skill_json(skill: &Skill) -> serde_json::Value {
+/// One skill as JSON (`skills list --json`, the gateway's `skills.list`).
+pub(crate) fn skill_json(skill: &Skill) -> serde_json::Value {
     let manifest = &skill.manifest;
     json!({
         "name": manifest.name,

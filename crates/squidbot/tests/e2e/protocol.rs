@@ -183,6 +183,13 @@ async fn handshake_methods_scopes_and_errors() {
     assert_eq!(forbidden["error"]["code"], "FORBIDDEN", "{forbidden}");
     assert_eq!(forbidden["error"]["details"]["code"], "MISSING_SCOPE");
 
+    let skills = client.call("skills.list", json!({})).await;
+    let names: Vec<&str> =
+        skills["payload"]["skills"].as_array().unwrap().iter().filter_map(|skill| skill["name"].as_str()).collect();
+    assert!(names.contains(&"skill-creator") && names.contains(&"summarize"), "{skills}");
+    let creator = skills["payload"]["skills"].as_array().unwrap().iter().find(|skill| skill["name"] == "skill-creator");
+    assert_eq!(creator.unwrap()["available"], true);
+
     let bad_params = client.call("chat.history", json!({"limit": "ten"})).await;
     assert_eq!(bad_params["error"]["code"], "INVALID_REQUEST", "{bad_params}");
 }
