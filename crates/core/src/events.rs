@@ -3,20 +3,28 @@
 //! and the metrics all read them, so they cannot disagree about what happened.
 //!
 //! Subscribers choose what they see with a [`Filter`]. Queues are unbounded but watched:
-//! a subscriber that falls more than [`MAX_PENDING`] events behind is cut off (its
-//! subscription ends and reports [`Subscription::was_cut_off`]) instead of growing without
-//! limit, so a client that never reads cannot hurt the others.
+//! a subscriber more than [`MAX_PENDING`] events behind that has not taken an event for
+//! [`MAX_IDLE`] is cut off (its subscription ends and reports
+//! [`Subscription::was_cut_off`]), and so is any subscriber [`HARD_MAX_PENDING`] behind,
+//! so a client that never reads cannot hurt the others while a busy one survives a burst
+//! of tiny deltas from a fast model.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use squidbot_types::Usage;
 use tokio::sync::mpsc;
 
-/// Events a subscriber may have queued before it is cut off.
+/// Events a subscriber may have queued before it is cut off, unless it is still reading.
 pub const MAX_PENDING: usize = 10_000;
+
+/// How long a subscriber over [`MAX_PENDING`] may go without taking an event.
+pub const MAX_IDLE: Duration = Duration::from_secs(5);
+
+/// Events queued at which any subscriber is cut off.
+pub const HARD_MAX_PENDING: usize = 500_000;
 
 /// One step of a turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,15 +186,34 @@ impl Filter {
 struct Subscriber {
     filter: Filter,
     sender: mpsc::UnboundedSender<Arc<TurnEvent>>,
-    pending: Arc<AtomicUsize>,
-    cut_off: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+}
+
+/// What the publisher knows of a subscriber's reading.
+struct Progress {
+    pending: AtomicUsize,
+    cut_off: AtomicBool,
+    /// Milliseconds after the hub's start of the last event taken.
+    last_taken_ms: AtomicU64,
 }
 
 /// The publish side, shared by everything that runs turns.
-#[derive(Default)]
 pub struct EventHub {
     subscribers: Mutex<HashMap<u64, Subscriber>>,
     next_id: AtomicU64,
+    started: Instant,
+    max_idle: Duration,
+}
+
+impl Default for EventHub {
+    fn default() -> Self {
+        Self {
+            subscribers: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            started: Instant::now(),
+            max_idle: MAX_IDLE,
+        }
+    }
 }
 
 impl std::fmt::Debug for EventHub {
@@ -201,17 +228,29 @@ impl EventHub {
         Arc::new(Self::default())
     }
 
+    /// A hub that cuts off a lagging subscriber after `max_idle` without reading.
+    pub fn with_max_idle(max_idle: Duration) -> Arc<Self> {
+        Arc::new(Self { max_idle, ..Self::default() })
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
     /// Receives the events `filter` accepts from now on.
     pub fn subscribe(self: &Arc<Self>, filter: Filter) -> Subscription {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let cut_off = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(Progress {
+            pending: AtomicUsize::new(0),
+            cut_off: AtomicBool::new(false),
+            last_taken_ms: AtomicU64::new(self.elapsed_ms()),
+        });
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let subscriber = Subscriber { filter, sender, pending: pending.clone(), cut_off: cut_off.clone() };
+        let subscriber = Subscriber { filter, sender, progress: progress.clone() };
         if let Ok(mut subscribers) = self.subscribers.lock() {
             subscribers.insert(id, subscriber);
         }
-        Subscription { id, hub: Arc::downgrade(self), receiver, pending, cut_off }
+        Subscription { id, hub: Arc::downgrade(self), receiver, progress, started: self.started }
     }
 
     /// Current subscribers.
@@ -222,16 +261,21 @@ impl EventHub {
     /// Hands `event` to every subscriber that wants it. Never blocks.
     pub fn publish(&self, event: TurnEvent) {
         let event = Arc::new(event);
+        let now_ms = self.elapsed_ms();
+        let max_idle_ms = self.max_idle.as_millis() as u64;
         let Ok(mut subscribers) = self.subscribers.lock() else { return };
         subscribers.retain(|_, subscriber| {
             if !subscriber.filter.accepts(&event) {
                 return !subscriber.sender.is_closed();
             }
-            if subscriber.pending.load(Ordering::Relaxed) >= MAX_PENDING {
-                subscriber.cut_off.store(true, Ordering::Relaxed);
+            let progress = &subscriber.progress;
+            let pending = progress.pending.load(Ordering::Relaxed);
+            let idle_ms = now_ms.saturating_sub(progress.last_taken_ms.load(Ordering::Relaxed));
+            if pending >= HARD_MAX_PENDING || (pending >= MAX_PENDING && idle_ms >= max_idle_ms) {
+                progress.cut_off.store(true, Ordering::Relaxed);
                 return false;
             }
-            subscriber.pending.fetch_add(1, Ordering::Relaxed);
+            progress.pending.fetch_add(1, Ordering::Relaxed);
             subscriber.sender.send(event.clone()).is_ok()
         });
     }
@@ -248,8 +292,8 @@ pub struct Subscription {
     id: u64,
     hub: std::sync::Weak<EventHub>,
     receiver: mpsc::UnboundedReceiver<Arc<TurnEvent>>,
-    pending: Arc<AtomicUsize>,
-    cut_off: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+    started: Instant,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -262,20 +306,25 @@ impl Subscription {
     /// The next event; `None` once the subscriber was cut off or the hub is gone.
     pub async fn recv(&mut self) -> Option<Arc<TurnEvent>> {
         let event = self.receiver.recv().await?;
-        self.pending.fetch_sub(1, Ordering::Relaxed);
+        self.taken();
         Some(event)
     }
 
     /// The next event if one is queued, without waiting.
     pub fn try_recv(&mut self) -> Option<Arc<TurnEvent>> {
         let event = self.receiver.try_recv().ok()?;
-        self.pending.fetch_sub(1, Ordering::Relaxed);
+        self.taken();
         Some(event)
+    }
+
+    fn taken(&self) {
+        self.progress.pending.fetch_sub(1, Ordering::Relaxed);
+        self.progress.last_taken_ms.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     /// True when the hub dropped this subscriber for falling too far behind.
     pub fn was_cut_off(&self) -> bool {
-        self.cut_off.load(Ordering::Relaxed)
+        self.progress.cut_off.load(Ordering::Relaxed)
     }
 }
 
@@ -327,7 +376,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_subscriber_that_never_reads_is_cut_off_and_others_go_on() {
-        let hub = EventHub::new();
+        let hub = EventHub::with_max_idle(Duration::ZERO);
         let mut idle = hub.subscribe(Filter::All);
         let mut busy = hub.subscribe(Filter::All);
         for seq in 0..(MAX_PENDING as u64 + 5) {
@@ -341,6 +390,26 @@ mod tests {
             drained += 1;
         }
         assert_eq!(drained, MAX_PENDING);
+        assert!(!busy.was_cut_off());
+    }
+
+    #[tokio::test]
+    async fn a_busy_reader_survives_a_burst_beyond_the_soft_limit() {
+        let hub = EventHub::new();
+        let mut busy = hub.subscribe(Filter::All);
+        let burst = |from: u64| {
+            for seq in from..from + MAX_PENDING as u64 + 100 {
+                hub.publish(event("r", "s", seq));
+            }
+        };
+        burst(0);
+        assert_eq!(busy.recv().await.unwrap().seq, 0, "it took an event just now");
+        burst(MAX_PENDING as u64 + 100);
+        let mut received = 1;
+        while busy.try_recv().is_some() {
+            received += 1;
+        }
+        assert_eq!(received, 2 * (MAX_PENDING + 100));
         assert!(!busy.was_cut_off());
     }
 }

@@ -11,6 +11,7 @@ pub mod leaks;
 pub mod memory;
 pub mod provider;
 pub mod runs;
+pub mod sandbox;
 pub mod session;
 pub mod store;
 pub mod text;

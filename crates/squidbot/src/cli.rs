@@ -22,6 +22,9 @@ pub enum Command {
     Gateway(GatewayArgs),
     /// Show configuration, providers, workspace and prompt size.
     Status(JsonFlag),
+    /// Check the installation (config, database, workspace) and report which sandbox
+    /// runs commands and why.
+    Doctor(JsonFlag),
     /// Inspect the configuration.
     Config {
         /// Which config action.

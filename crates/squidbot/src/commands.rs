@@ -2,6 +2,7 @@
 
 mod agent;
 mod config;
+mod doctor;
 mod gateway;
 mod memory;
 mod onboard;
@@ -39,6 +40,7 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
             let environment = Environment::load()?;
             runtime.block_on(status::run(&environment, flags.json)).map(|()| ExitCode::SUCCESS)
         }
+        Command::Doctor(flags) => doctor::run(flags.json),
         Command::Config { action } => config::run(action),
         Command::Sessions { action } => {
             let environment = Environment::load()?;

@@ -227,6 +227,11 @@ pub fn secret_values(config: &Config) -> Vec<String> {
         values.push(header.expose().to_owned());
         values.extend(header.expose().split_whitespace().last().map(str::to_owned));
     }
+    let web = &config.tools.web;
+    values.extend(web.brave_api_key.iter().map(|key| key.expose().to_owned()));
+    if let Ok(value) = std::env::var(&web.brave_api_key_env) {
+        values.push(value);
+    }
     for preset in squidbot_llm::presets() {
         if let Ok(value) = std::env::var(preset.api_key_env) {
             values.push(value);
@@ -299,5 +304,13 @@ mod tests {
         let table: toml::Table = toml::from_str("[llm]\nmodle = \"x\"\n").unwrap();
         let error = deserialize(table, &[], Path::new("c.toml")).unwrap_err().to_string();
         assert!(error.contains("modle"), "{error}");
+    }
+
+    #[test]
+    fn an_inline_brave_key_is_scrubbed() {
+        let table: toml::Table =
+            toml::from_str("[tools.web]\nsearch_backend = \"brave\"\nbrave_api_key = \"brave-inline-key\"\n").unwrap();
+        let config = deserialize(table, &[], Path::new("c.toml")).unwrap();
+        assert!(secret_values(&config).contains(&"brave-inline-key".to_owned()));
     }
 }

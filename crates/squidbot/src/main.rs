@@ -15,6 +15,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The binary doubles as the sandbox helper; that must happen before any thread starts.
+    if let Some(code) = squidbot_sandbox::run_if_requested() {
+        return code;
+    }
     let cli = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,

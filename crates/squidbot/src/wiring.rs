@@ -12,6 +12,7 @@ use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments};
 use squidbot_core::tool::ToolRegistry;
 use squidbot_llm::Router;
 use squidbot_mcp::McpManager;
+use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
 use squidbot_skills::{SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
     BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteMemoryStore,
@@ -44,6 +45,7 @@ pub struct Environment {
     /// Loaded configuration.
     pub loaded: LoadedConfig,
     database: OnceLock<Database>,
+    sandbox: OnceLock<Arc<LinuxSandbox>>,
 }
 
 impl Environment {
@@ -52,7 +54,7 @@ impl Environment {
         let paths = Paths::from_env()?;
         let loaded = config_loader::load(&paths.config)?;
         logging::init(&loaded.config.logging, config_loader::secret_values(&loaded.config));
-        Ok(Self { paths, loaded, database: OnceLock::new() })
+        Ok(Self { paths, loaded, database: OnceLock::new(), sandbox: OnceLock::new() })
     }
 
     /// The database, opened once per process.
@@ -187,19 +189,44 @@ impl Environment {
         })
     }
 
-    /// The tool set of the assistant: files, shell and memory, plus the tools of the MCP
-    /// servers, which start on the first turn that needs them.
+    /// The tool set of the assistant: files, shell, memory and web, plus the tools of the
+    /// MCP servers, which start on the first turn that needs them.
     pub fn tools(&self, memories: &Memories) -> Result<ToolRegistry> {
         let mut registry = ToolRegistry::new();
         let memory_tools =
             squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
-        for tool in squidbot_tools::builtin_tools(&self.config().tools).into_iter().chain(memory_tools) {
+        let web_tools = squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok())?;
+        let builtin = squidbot_tools::builtin_tools_sandboxed(&self.config().tools, self.sandbox());
+        for tool in builtin.into_iter().chain(memory_tools).chain(web_tools) {
             registry.register(tool);
         }
         if let Some(mcp) = self.mcp()? {
             registry.add_source(mcp);
         }
         Ok(registry)
+    }
+
+    /// The sandbox commands run in, from `[sandbox]`: this binary re-executed as the
+    /// helper; the backend is probed on first use, once per process. Commands see the
+    /// skill directories read-only and nothing else of `$SQUIDBOT_HOME` but the workspace.
+    pub fn sandbox(&self) -> Arc<LinuxSandbox> {
+        let sandbox = self.sandbox.get_or_init(|| {
+            let helper = std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("/proc/self/exe"));
+            let mut skills = vec![self.paths.bundled_skills(), self.paths.user_skills()];
+            skills.extend(self.config().skills.extra_dirs.iter().map(|directory| match directory.to_str() {
+                Some(text) => self.paths.home.join(crate::paths::expand_tilde(text)),
+                None => self.paths.home.join(directory),
+            }));
+            Arc::new(LinuxSandbox::new(SandboxSettings {
+                config: self.config().sandbox.clone(),
+                squidbot_home: self.paths.home.clone(),
+                private_files: vec![self.paths.config.clone()],
+                user_home: std::env::var_os("HOME").filter(|home| !home.is_empty()).map(std::path::PathBuf::from),
+                extra_read_only: skills,
+                helper,
+            }))
+        });
+        Arc::clone(sandbox)
     }
 
     /// The servers of `[mcp]`, checked but not started; `None` when none is enabled.

@@ -1,6 +1,6 @@
-//! `exec`: runs a shell command in the workspace after the safety check, with a timeout,
-//! a filtered environment, the whole process group killed on timeout or cancellation,
-//! and output capped with its middle omitted.
+//! `exec`: runs a shell command in the workspace after the safety check, through the
+//! sandbox port, with a timeout, a filtered environment, the whole process group (and
+//! sandbox) killed on timeout or cancellation, and output capped with its middle omitted.
 
 mod background;
 mod environment;
@@ -10,10 +10,12 @@ mod process_group;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use squidbot_core::sandbox::{Confinement, HostShell, Sandbox, SandboxRequest, SandboxedCommand};
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 use squidbot_types::config::ExecConfig;
@@ -24,7 +26,7 @@ pub use background::JOBS_DIRECTORY;
 pub use environment::{DEFAULT_PATH, SAFE_NAMES, SECRET_MARKERS, looks_secret};
 
 use crate::path_guard::PathGuard;
-use crate::safety::{CommandPolicy, PolicyError};
+use crate::safety::{CommandPolicy, PolicyError, Rule};
 use crate::{parse, schema};
 use output::OutputCollector;
 use process_group::GroupGuard;
@@ -59,6 +61,7 @@ pub struct ExecTool {
     max_output_chars: usize,
     policy: Result<CommandPolicy, PolicyError>,
     passed_names: Vec<String>,
+    sandbox: Arc<dyn Sandbox>,
 }
 
 /// How a foreground command ended.
@@ -67,6 +70,7 @@ enum Ending {
     Exited { status: ExitStatus, left_running: bool },
     TimedOut,
     Cancelled,
+    TooMuchOutput { limit: u64 },
 }
 
 impl ExecTool {
@@ -83,32 +87,58 @@ impl ExecTool {
             max_output_chars: config.max_output_chars,
             policy,
             passed_names: environment::passed_names(&config.pass_env),
+            sandbox: Arc::new(HostShell),
         }
+    }
+
+    /// Runs commands through `sandbox` instead of directly on the host.
+    pub fn with_sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The sandbox commands run through.
+    pub fn sandbox(&self) -> &Arc<dyn Sandbox> {
+        &self.sandbox
+    }
+
+    /// Confines `command` through the sandbox, in `directory` with the filtered environment.
+    fn wrap(&self, command: &str, directory: &std::path::Path) -> Result<SandboxedCommand, ToolError> {
+        let request =
+            SandboxRequest { command, workspace: directory, environment: environment::values(&self.passed_names) };
+        self.sandbox.wrap(request).map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))
     }
 
     async fn exec(&self, arguments: ExecArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let policy = self.policy.as_ref().map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))?;
-        policy.check(&arguments.command).map_err(|refusal| ToolError::RespondToModel(refusal.to_string()))?;
+        policy
+            .check_allowing(&arguments.command, &allowed_rules(self.sandbox.confinement()))
+            .map_err(|refusal| ToolError::RespondToModel(refusal.to_string()))?;
         let directory = self.guard.workspace_directory(&context.workspace)?;
         if arguments.background {
-            return background::start(&arguments.command, &directory, &self.passed_names).await;
+            let wrapped = self.wrap(&background::job_script(&arguments.command), &directory)?;
+            return background::start(wrapped, &directory).await;
         }
         let timeout_secs = arguments.timeout.unwrap_or(self.timeout_secs).clamp(1, MAX_TIMEOUT_SECS);
+        let mut wrapped = self.wrap(&arguments.command, &directory)?;
+        let lease = wrapped.lease.take();
         let spawn_failure = |error: std::io::Error| ToolError::Fatal(format!("can't run sh: {error}"));
         let (reader, writer) = std::io::pipe().map_err(spawn_failure)?;
         let writer_for_errors = writer.try_clone().map_err(spawn_failure)?;
-        let mut process = tokio::process::Command::new("sh");
+        let mut process = tokio::process::Command::new(&wrapped.program);
         process
-            .arg("-c")
-            .arg(&arguments.command)
-            .current_dir(&directory)
+            .args(&wrapped.arguments)
+            .current_dir(&wrapped.current_dir)
             .env_clear()
-            .envs(environment::values(&self.passed_names))
+            .envs(wrapped.environment.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(writer_for_errors)
-            .process_group(0)
             .kill_on_drop(true);
+        // A sandbox helper makes itself a session leader, which a group leader can't.
+        if !wrapped.starts_own_session {
+            process.process_group(0);
+        }
         let mut child = process.spawn().map_err(spawn_failure)?;
         // The command holds our copies of the pipe's write end; without dropping it the
         // pipe never reports end of file.
@@ -116,20 +146,28 @@ impl ExecTool {
         let mut guard = GroupGuard::new(child.id());
         let mut receiver = pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(spawn_failure)?;
         let mut collector = OutputCollector::new(self.max_output_chars);
+        let output_limit = wrapped.max_output_bytes;
         let ending = tokio::select! {
             biased;
             () = context.cancel.cancelled() => Ending::Cancelled,
             () = tokio::time::sleep(Duration::from_secs(timeout_secs)) => Ending::TimedOut,
-            finished = run_to_end(&mut child, &mut receiver, &mut collector) => {
+            finished = run_to_end(&mut child, &mut receiver, &mut collector, output_limit) => {
                 finished.map_err(|error| ToolError::Fatal(format!("can't run sh: {error}")))?
             }
         };
         match ending {
             // Children that sent their output elsewhere (`server > log 2>&1 &`) were
-            // detached on purpose: leave them running.
+            // detached on purpose: leave them running (a sandbox stops them when its
+            // lease goes at the end of the call).
             Ending::Exited { left_running: false, .. } => guard.disarm(),
-            Ending::Exited { left_running: true, .. } | Ending::TimedOut | Ending::Cancelled => {
+            Ending::Exited { left_running: true, .. }
+            | Ending::TimedOut
+            | Ending::Cancelled
+            | Ending::TooMuchOutput { .. } => {
                 guard.kill();
+                if let Some(lease) = &lease {
+                    lease.kill_all();
+                }
                 if let Err(error) = child.wait().await {
                     tracing::warn!(%error, "can't reap killed command");
                 }
@@ -144,27 +182,49 @@ impl ExecTool {
             text.push('\n');
         }
         text.push_str(&footer(&ending, timeout_secs));
+        drop(lease);
         Ok(ToolOutput::text(text))
     }
 }
 
+/// Rules a sandbox makes pointless: commands that can't see the gateway's environment
+/// may dump their own, and network clients may run where the policy grants the network.
+fn allowed_rules(confinement: Confinement) -> Vec<Rule> {
+    let mut allowed = Vec::new();
+    if confinement.isolates_host {
+        allowed.push(Rule::EnvironmentDump);
+        if confinement.network_allowed {
+            allowed.push(Rule::NetworkTool);
+        }
+    }
+    allowed
+}
+
 /// Reads output until end of file while waiting for the shell to exit. When the shell has
 /// exited but something it started still holds the pipe open, waits briefly, then reports
-/// it as left running.
+/// it as left running. Stops early once more than `output_limit` bytes arrived.
 async fn run_to_end(
     child: &mut tokio::process::Child,
     receiver: &mut pipe::Receiver,
     collector: &mut OutputCollector,
+    output_limit: Option<u64>,
 ) -> std::io::Result<Ending> {
     let mut status = None;
     let mut end_of_file = false;
     let mut buffer = vec![0u8; 16 * 1024];
+    let mut total: u64 = 0;
     loop {
         tokio::select! {
             exited = child.wait(), if status.is_none() => status = Some(exited?),
             read = receiver.read(&mut buffer), if !end_of_file => match read? {
                 0 => end_of_file = true,
-                count => collector.push(&buffer[..count]),
+                count => {
+                    collector.push(&buffer[..count]);
+                    total = total.saturating_add(u64::try_from(count).unwrap_or(u64::MAX));
+                    if let Some(limit) = output_limit.filter(|limit| total > *limit) {
+                        return Ok(Ending::TooMuchOutput { limit });
+                    }
+                }
             },
         }
         match (status, end_of_file) {
@@ -207,6 +267,7 @@ fn footer(ending: &Ending, timeout_secs: u64) -> String {
         }
         Ending::TimedOut => format!("[killed after {timeout_secs}s timeout]"),
         Ending::Cancelled => "[cancelled; command killed]".to_owned(),
+        Ending::TooMuchOutput { limit } => format!("[killed after writing more than {limit} bytes of output]"),
     }
 }
 

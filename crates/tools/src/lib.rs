@@ -18,6 +18,7 @@ pub mod write_file;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
+use squidbot_core::sandbox::{HostShell, Sandbox};
 use squidbot_core::tool::{DynTool, ToolError, parse_arguments};
 use squidbot_types::config::ToolsConfig;
 
@@ -29,12 +30,17 @@ pub use list_dir::ListDirTool;
 pub use memory::{MemoryDeleteTool, MemoryRecallTool, MemorySaveTool, MemoryWriteTool, memory_tools};
 pub use path_guard::PathGuard;
 pub use read_file::ReadFileTool;
-pub use safety::{CommandPolicy, PolicyError, Refusal};
+pub use safety::{CommandPolicy, PolicyError, Refusal, Rule};
 pub use write_file::WriteFileTool;
 
 /// The seven built-in tools (`read_file`, `write_file`, `edit_file`, `list_dir`, `grep`,
-/// `find`, `exec`) configured from `[tools]`.
+/// `find`, `exec`) configured from `[tools]`, with `exec` running commands unconfined.
 pub fn builtin_tools(config: &ToolsConfig) -> Vec<Arc<dyn DynTool>> {
+    builtin_tools_sandboxed(config, Arc::new(HostShell))
+}
+
+/// [`builtin_tools`] with `exec` running commands through `sandbox`.
+pub fn builtin_tools_sandboxed(config: &ToolsConfig, sandbox: Arc<dyn Sandbox>) -> Vec<Arc<dyn DynTool>> {
     let guard = PathGuard::from_config(config);
     vec![
         Arc::new(ReadFileTool::new(guard)),
@@ -43,7 +49,7 @@ pub fn builtin_tools(config: &ToolsConfig) -> Vec<Arc<dyn DynTool>> {
         Arc::new(ListDirTool::new(guard)),
         Arc::new(GrepTool::new(guard)),
         Arc::new(FindTool::new(guard)),
-        Arc::new(ExecTool::new(guard, &config.exec)),
+        Arc::new(ExecTool::new(guard, &config.exec).with_sandbox(sandbox)),
     ]
 }
 

@@ -25,6 +25,78 @@ pub struct Refusal {
     pub matched: String,
     /// The rule's reason (`privilege escalation`).
     pub reason: String,
+    /// The rule itself.
+    pub rule: Rule,
+}
+
+impl Refusal {
+    /// A refusal by `rule`, triggered by `matched`.
+    pub fn new(matched: impl Into<String>, rule: Rule) -> Self {
+        Self { matched: matched.into(), reason: rule.reason().to_owned(), rule }
+    }
+}
+
+/// The rules of the policy. A sandbox that makes a rule pointless (commands that can't
+/// see the gateway's environment may dump their own) lets [`CommandPolicy::check_allowing`]
+/// skip it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// `sudo`, `su`, `chown` and friends.
+    PrivilegeEscalation,
+    /// `docker`, `podman` and other container CLIs.
+    ContainerCli,
+    /// `curl`, `wget`, `ssh` and other network clients.
+    NetworkTool,
+    /// `printenv`, bare `env`, `export -p`, `/proc/*/environ`.
+    EnvironmentDump,
+    /// `shutdown`, `reboot`, `systemctl poweroff`.
+    SystemShutdown,
+    /// `mkfs`, `mkswap`, `wipefs`.
+    DiskFormat,
+    /// `fdisk`, `parted`.
+    DiskPartitioning,
+    /// Recursive deletion of the root, a top-level directory or the home directory.
+    DestructiveDelete,
+    /// Writing to a disk device.
+    RawDiskWrite,
+    /// `chmod +s`.
+    SetuidBit,
+    /// `del /f`.
+    ForcedDelete,
+    /// `rmdir /s`.
+    RecursiveDelete,
+    /// A function piping itself into itself.
+    ForkBomb,
+    /// `curl … | sh`.
+    DownloadIntoShell,
+    /// A `tools.exec.blocked_patterns` entry.
+    BlockedPattern,
+    /// `sh -c` nested past what the checker follows.
+    NestedTooDeeply,
+}
+
+impl Rule {
+    /// The reason shown to the model.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::PrivilegeEscalation => "privilege escalation",
+            Self::ContainerCli => "container CLI",
+            Self::NetworkTool => "network tool",
+            Self::EnvironmentDump => "environment dump",
+            Self::SystemShutdown => "system shutdown",
+            Self::DiskFormat => "disk format",
+            Self::DiskPartitioning => "disk partitioning",
+            Self::DestructiveDelete => "destructive delete",
+            Self::RawDiskWrite => "raw disk write",
+            Self::SetuidBit => "setuid bit",
+            Self::ForcedDelete => "forced delete",
+            Self::RecursiveDelete => "recursive delete",
+            Self::ForkBomb => "fork bomb",
+            Self::DownloadIntoShell => "download piped to a shell",
+            Self::BlockedPattern => "matches a blocked pattern",
+            Self::NestedTooDeeply => "nested too deeply to check",
+        }
+    }
 }
 
 /// A policy that can't be built from its configuration.
@@ -68,28 +140,50 @@ impl CommandPolicy {
 
     /// Refuses `command` when any rule matches it or any command inside it.
     pub fn check(&self, command: &str) -> Result<(), Refusal> {
-        self.check_line(command, 0)
+        self.check_allowing(command, &[])
     }
 
-    fn check_line(&self, line: &str, depth: usize) -> Result<(), Refusal> {
-        if depth > MAX_NESTING {
-            return Err(Refusal { matched: "sh -c".to_owned(), reason: "nested too deeply to check".to_owned() });
+    /// Like [`CommandPolicy::check`], but the rules in `allowed` never refuse; every
+    /// other rule is still checked everywhere in the line.
+    pub fn check_allowing(&self, command: &str, allowed: &[Rule]) -> Result<(), Refusal> {
+        Checker { policy: self, allowed }.line(command, 0)
+    }
+}
+
+/// One check of one command line against a policy, minus the allowed rules.
+struct Checker<'a> {
+    policy: &'a CommandPolicy,
+    allowed: &'a [Rule],
+}
+
+impl Checker<'_> {
+    /// Passes a refusal by an allowed rule.
+    fn gate(&self, outcome: Result<(), Refusal>) -> Result<(), Refusal> {
+        match outcome {
+            Err(refusal) if self.allowed.contains(&refusal.rule) => Ok(()),
+            other => other,
         }
-        self.check_extra_patterns(line)?;
-        rules::fork_bomb(line, &self.function_definition)?;
+    }
+
+    fn line(&self, line: &str, depth: usize) -> Result<(), Refusal> {
+        if depth > MAX_NESTING {
+            return Err(Refusal::new("sh -c", Rule::NestedTooDeeply));
+        }
+        self.extra_patterns(line)?;
+        self.gate(rules::fork_bomb(line, &self.policy.function_definition))?;
         let commands = shell::split(line);
-        rules::download_into_shell(&commands)?;
+        self.gate(rules::download_into_shell(&commands))?;
         let mut location = Location::Elsewhere;
         for command in &commands {
-            self.check_extra_patterns(&command.words.join(" "))?;
-            rules::raw_disk_targets(&command.output_targets)?;
-            rules::environment_files(&command.words)?;
-            self.check_words(&command.words, &command.heredocs, &mut location, depth)?;
+            self.extra_patterns(&command.words.join(" "))?;
+            self.gate(rules::raw_disk_targets(&command.output_targets))?;
+            self.gate(rules::environment_files(&command.words))?;
+            self.words(&command.words, &command.heredocs, &mut location, depth)?;
         }
         Ok(())
     }
 
-    fn check_words(
+    fn words(
         &self,
         words: &[String],
         here_documents: &[String],
@@ -99,24 +193,24 @@ impl CommandPolicy {
         let index = match head(words) {
             Head::Nothing => return Ok(()),
             Head::EnvironmentDump(wrapper) => {
-                return Err(Refusal { matched: wrapper, reason: "environment dump".to_owned() });
+                return self.gate(Err(Refusal::new(wrapper, Rule::EnvironmentDump)));
             }
             Head::Command(index) => index,
         };
         let name = basename(&words[index]);
         let arguments = &words[index + 1..];
-        rules::check_command(&name, arguments, location)?;
+        self.gate(rules::check_command(&name, arguments, location))?;
         for code in nested(&name, arguments) {
             match code {
-                Nested::Script(script) => self.check_line(&script, depth + 1)?,
+                Nested::Script(script) => self.line(&script, depth + 1)?,
                 Nested::Words(inner) => {
-                    self.check_extra_patterns(&inner.join(" "))?;
-                    rules::environment_files(inner)?;
-                    self.check_words(inner, &[], &mut Location::Elsewhere, depth + 1)?;
+                    self.extra_patterns(&inner.join(" "))?;
+                    self.gate(rules::environment_files(inner))?;
+                    self.words(inner, &[], &mut Location::Elsewhere, depth + 1)?;
                 }
                 Nested::StandardInput => {
                     for body in here_documents {
-                        self.check_line(body, depth + 1)?;
+                        self.line(body, depth + 1)?;
                     }
                 }
             }
@@ -124,11 +218,10 @@ impl CommandPolicy {
         Ok(())
     }
 
-    fn check_extra_patterns(&self, text: &str) -> Result<(), Refusal> {
-        match self.extra_patterns.iter().find(|pattern| pattern.is_match(text)) {
-            Some(pattern) => {
-                Err(Refusal { matched: pattern.as_str().to_owned(), reason: "matches a blocked pattern".to_owned() })
-            }
+    /// Configured patterns are never allowed away.
+    fn extra_patterns(&self, text: &str) -> Result<(), Refusal> {
+        match self.policy.extra_patterns.iter().find(|pattern| pattern.is_match(text)) {
+            Some(pattern) => Err(Refusal::new(pattern.as_str(), Rule::BlockedPattern)),
             None => Ok(()),
         }
     }

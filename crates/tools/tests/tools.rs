@@ -390,6 +390,40 @@ async fn exec_background_job_logs_and_returns_at_once() {
     }
 }
 
+/// The host shell with an output limit, as a sandbox adapter sets one.
+#[derive(Debug)]
+struct OutputLimited(u64);
+
+impl squidbot_core::sandbox::Sandbox for OutputLimited {
+    fn backend(&self) -> String {
+        "limited".to_owned()
+    }
+
+    fn confinement(&self) -> squidbot_core::sandbox::Confinement {
+        squidbot_core::sandbox::Confinement::default()
+    }
+
+    fn wrap(
+        &self,
+        request: squidbot_core::sandbox::SandboxRequest<'_>,
+    ) -> Result<squidbot_core::sandbox::SandboxedCommand, squidbot_core::sandbox::SandboxError> {
+        let mut command = squidbot_core::sandbox::HostShell.wrap(request)?;
+        command.max_output_bytes = Some(self.0);
+        Ok(command)
+    }
+}
+
+#[tokio::test]
+async fn exec_stops_a_command_past_the_sandbox_output_limit() {
+    let mut fixture = Fixture::new();
+    fixture.tools = squidbot_tools::builtin_tools_sandboxed(&ToolsConfig::default(), Arc::new(OutputLimited(100_000)));
+    let started = Instant::now();
+    let output = fixture.ok("exec", json!({"command": "yes", "timeout": 30})).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(output.starts_with("y\ny\n"), "{output}");
+    assert!(output.ends_with("[killed after writing more than 100000 bytes of output]"), "{output}");
+}
+
 /// Runs only inside the child process `exec_environment_is_filtered` starts, where the
 /// test variables are set; elsewhere it has nothing to check.
 #[tokio::test]

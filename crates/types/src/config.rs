@@ -7,6 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
+mod web;
+
+pub use web::{
+    DEFAULT_BRAVE_API_KEY_ENV, DEFAULT_BRAVE_URL, DEFAULT_DUCKDUCKGO_URL, DEFAULT_FETCH_MAX_BYTES,
+    DEFAULT_WEB_TIMEOUT_SECS, SearchBackend, WebConfig,
+};
+
 /// The whole configuration file. Every section is optional.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -33,6 +40,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Skills: extra directories and whether the prompt lists them.
     pub skills: SkillsConfig,
+    /// How commands the model runs are confined.
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <
@@ -302,11 +311,13 @@ pub struct ToolsConfig {
     pub restrict_to_workspace: bool,
     /// `[tools.exec]`.
     pub exec: ExecConfig,
+    /// `[tools.web]`.
+    pub web: WebConfig,
 }
 
 impl Default for ToolsConfig {
     fn default() -> Self {
-        Self { restrict_to_workspace: true, exec: ExecConfig::default() }
+        Self { restrict_to_workspace: true, exec: ExecConfig::default(), web: WebConfig::default() }
     }
 }
 

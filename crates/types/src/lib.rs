@@ -3,6 +3,7 @@
 pub mod config;
 pub mod memory;
 pub mod message;
+pub mod sandbox;
 pub mod secret;
 pub mod session;
 pub mod tool;

@@ -10,6 +10,7 @@ use futures_util::stream;
 use tokio::sync::{mpsc, watch};
 
 use crate::client;
+use crate::processes::cpu_time;
 
 /// Handshakes in flight while connecting, so the listen backlog never overflows.
 const CONNECTING_AT_ONCE: usize = 64;
@@ -22,6 +23,8 @@ pub struct RoundReport {
     pub latencies: Vec<Duration>,
     /// What went wrong, one line per failed turn.
     pub errors: Vec<String>,
+    /// CPU time each watched process used during the round.
+    pub cpu: Vec<(String, Duration)>,
 }
 
 /// The whole run.
@@ -42,8 +45,9 @@ struct TurnResult {
     outcome: Result<(Duration, Instant), String>,
 }
 
-/// Connects `clients` clients to `url` and runs `rounds` rounds.
-pub async fn run(url: &str, clients: usize, rounds: usize) -> Result<LoadReport> {
+/// Connects `clients` clients to `url` and runs `rounds` rounds, noting the CPU time the
+/// `watched` processes (`None` is this one) use in each.
+pub async fn run(url: &str, clients: usize, rounds: usize, watched: &[(&str, Option<u32>)]) -> Result<LoadReport> {
     let started = Instant::now();
     let connected: Vec<Result<client::Socket>> =
         stream::iter(0..clients).map(|_| client::connect(url)).buffer_unordered(CONNECTING_AT_ONCE).collect().await;
@@ -90,11 +94,13 @@ pub async fn run(url: &str, clients: usize, rounds: usize) -> Result<LoadReport>
     for round in 1..=rounds {
         // Let the previous round's writes and logs settle.
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let cpu_before: Vec<Option<Duration>> = watched.iter().map(|(_, pid)| cpu_time(*pid)).collect();
         let released = Instant::now();
         if go.send(round).is_err() {
             break;
         }
-        let mut round_report = RoundReport { wall: Duration::ZERO, latencies: Vec::new(), errors: Vec::new() };
+        let mut round_report =
+            RoundReport { wall: Duration::ZERO, latencies: Vec::new(), errors: Vec::new(), cpu: Vec::new() };
         let mut last = released;
         for _ in 0..running {
             let Some(result) = results.recv().await else { break };
@@ -108,6 +114,11 @@ pub async fn run(url: &str, clients: usize, rounds: usize) -> Result<LoadReport>
             }
         }
         round_report.wall = last - released;
+        for ((name, pid), before) in watched.iter().zip(cpu_before) {
+            if let (Some(before), Some(after)) = (before, cpu_time(*pid)) {
+                round_report.cpu.push(((*name).to_owned(), after.saturating_sub(before)));
+            }
+        }
         reports.push(round_report);
     }
     for task in tasks {

@@ -6,7 +6,9 @@
 //! `cargo bench -p squidbot --bench gateway_load`). Environment: `GATEWAY_BENCH_CLIENTS`
 //! (1000), `GATEWAY_BENCH_STARTS` (20), `GATEWAY_BENCH_RELAY_REQUESTS` (20),
 //! `GATEWAY_BENCH_LATENCY_MS` (200), `GATEWAY_BENCH_PHASES` (`startup,relay,load`),
-//! `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds.
+//! `GATEWAY_BENCH_HOLD_SECS` (keep the loaded gateway running that long, to attach a
+//! profiler), `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds;
+//! `MALLOC_ARENA_MAX` and `RUST_LOG` are passed on to the gateway.
 
 mod client;
 mod load;
@@ -30,6 +32,8 @@ struct Settings {
     relay_requests: usize,
     latency: Duration,
     phases: Vec<String>,
+    /// How long to keep the loaded gateway running for a profiler or debugger.
+    hold: Option<Duration>,
 }
 
 impl Settings {
@@ -47,6 +51,11 @@ impl Settings {
             relay_requests: number("GATEWAY_BENCH_RELAY_REQUESTS", 20)?,
             latency: Duration::from_millis(number("GATEWAY_BENCH_LATENCY_MS", 200)? as u64),
             phases: phases.split(',').map(|phase| phase.trim().to_owned()).collect(),
+            hold: std::env::var("GATEWAY_BENCH_HOLD_SECS")
+                .ok()
+                .map(|seconds| seconds.parse().map(Duration::from_secs))
+                .transpose()
+                .context("GATEWAY_BENCH_HOLD_SECS is not a number")?,
         })
     }
 
@@ -71,6 +80,8 @@ fn run() -> Result<()> {
     println!("gateway: {}", processes::gateway_binary().display());
     println!("scripted provider: {}", processes::scripted_llm_binary().display());
     println!("cores: {}", std::thread::available_parallelism().map_or(0, usize::from));
+    // Other work on the machine skews every number below; say how busy it was.
+    println!("load average: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     if settings.runs("startup") {
         startup_phase(&settings, work.path())?;
     }
@@ -141,7 +152,8 @@ async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
     println!("\n## idle gateway memory");
     println!("after start (healthy + 1 s): {idle} (target < 15 MB)");
     let url = gateway.base.replace("http://", "ws://");
-    let report = load::run(&url, settings.clients, 2).await?;
+    let watched = [("gateway", Some(gateway.pid())), ("provider", Some(provider.pid())), ("clients", None)];
+    let report = load::run(&url, settings.clients, 2, &watched).await?;
     println!(
         "\n## {} concurrent WebSocket clients, one turn each per round, provider latency {} ms",
         report.clients, latency
@@ -169,12 +181,20 @@ async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
             report.clients as f64 / ideal
         );
         println!("  turn latency: {}", Samples::of_durations(&round.latencies).summary(1));
+        let cpu: Vec<String> =
+            round.cpu.iter().map(|(name, time)| format!("{name} {:.0} ms", time.as_secs_f64() * 1000.0)).collect();
+        println!("  CPU time during the round: {}", cpu.join(", "));
         for error in round.errors.iter().take(5) {
             println!("  error: {error}");
         }
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     println!("after the load (clients gone + 2 s): {} (target < 15 MB)", gateway.memory()?);
+    if let Some(hold) = settings.hold {
+        println!("holding the gateway (pid {}) for {} s for inspection", gateway.pid(), hold.as_secs());
+        tokio::time::sleep(hold).await;
+        println!("after holding: {}", gateway.memory()?);
+    }
     report_problems("gateway", &home.log());
     report_problems("provider", &provider_log);
     drop(gateway);

@@ -143,6 +143,12 @@ impl Home {
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stderr(log_file(&self.log())?);
+        // Passed through for experiments (allocator arenas, log levels).
+        for name in ["MALLOC_ARENA_MAX", "RUST_LOG"] {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
         Ok(command)
     }
 
@@ -182,6 +188,12 @@ pub struct Memory {
     pub resident_kib: u64,
     /// `VmHWM`: the peak so far, in KiB.
     pub peak_kib: u64,
+    /// `RssAnon`: heap, stacks and other private memory, in KiB.
+    pub anonymous_kib: u64,
+    /// `RssFile`: mapped files, mostly the binary's own code, in KiB.
+    pub file_kib: u64,
+    /// `Threads`.
+    pub threads: u64,
 }
 
 impl Memory {
@@ -192,15 +204,41 @@ impl Memory {
             let number = line.split_whitespace().nth(1).ok_or_else(|| anyhow!("no value in {line:?}"))?;
             number.parse().with_context(|| format!("can't read {line:?}"))
         };
-        Ok(Memory { resident_kib: field("VmRSS:")?, peak_kib: field("VmHWM:")? })
+        Ok(Memory {
+            resident_kib: field("VmRSS:")?,
+            peak_kib: field("VmHWM:")?,
+            anonymous_kib: field("RssAnon:")?,
+            file_kib: field("RssFile:")?,
+            threads: field("Threads:")?,
+        })
     }
 }
 
 impl std::fmt::Display for Memory {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mib = |kib: u64| kib as f64 / 1024.0;
-        write!(formatter, "RSS {:.1} MiB (peak {:.1} MiB)", mib(self.resident_kib), mib(self.peak_kib))
+        write!(
+            formatter,
+            "RSS {:.1} MiB = {:.1} MiB anonymous + {:.1} MiB file-backed (peak {:.1} MiB), {} threads",
+            mib(self.resident_kib),
+            mib(self.anonymous_kib),
+            mib(self.file_kib),
+            mib(self.peak_kib),
+            self.threads
+        )
     }
+}
+
+/// CPU time (user + system) a process has used so far; `None` once it is gone.
+pub fn cpu_time(pid: Option<u32>) -> Option<Duration> {
+    let path = pid.map_or_else(|| "/proc/self/stat".to_owned(), |pid| format!("/proc/{pid}/stat"));
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the parenthesised command name, which may itself hold spaces; utime
+    // and stime are fields 14 and 15 of the whole line.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Lines of a log that mention a problem.

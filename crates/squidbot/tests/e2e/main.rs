@@ -13,5 +13,7 @@ mod memory;
 mod openclaw;
 mod protocol;
 mod repl;
+mod sandbox;
 mod skills;
+mod web;
 mod web_ui;

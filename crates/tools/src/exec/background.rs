@@ -4,16 +4,22 @@
 use std::path::Path;
 use std::process::Stdio;
 
+use squidbot_core::sandbox::SandboxedCommand;
 use squidbot_core::tool::{ToolError, ToolOutput};
-
-use super::environment;
 
 /// Directory below the workspace holding job logs.
 pub const JOBS_DIRECTORY: &str = ".squidbot/jobs";
 
-/// Starts `command` in its own process group with output to a fresh log file, and returns
-/// at once. The job records its exit code at the end of the log.
-pub(crate) async fn start(command: &str, directory: &Path, passed_names: &[String]) -> Result<ToolOutput, ToolError> {
+/// The shell line that runs `command` as a job: the job, then its exit code appended
+/// to the log.
+pub(crate) fn job_script(command: &str) -> String {
+    format!("sh -c '{}'; echo \"[exit code $?]\"", command.replace('\'', r"'\''"))
+}
+
+/// Starts `wrapped` (a [`job_script`], already confined) in its own process group with
+/// output to a fresh log file, and returns at once. The sandbox's lease lives until the
+/// job ends.
+pub(crate) async fn start(mut wrapped: SandboxedCommand, directory: &Path) -> Result<ToolOutput, ToolError> {
     let failure = |action: &str, error: std::io::Error| {
         ToolError::RespondToModel(format!("can't start background job: {action}: {error}"))
     };
@@ -24,25 +30,35 @@ pub(crate) async fn start(command: &str, directory: &Path, passed_names: &[Strin
     let log = std::fs::File::create(directory.join(&log_name))
         .map_err(|error| failure("can't create the log file", error))?;
     let log_for_errors = log.try_clone().map_err(|error| failure("can't share the log file", error))?;
-    // The outer shell runs the job and then appends its exit code to the log.
-    let mut process = tokio::process::Command::new("sh");
+    let mut process = tokio::process::Command::new(&wrapped.program);
     process
-        .arg("-c")
-        .arg(r#"sh -c "$1"; echo "[exit code $?]""#)
-        .arg("squidbot-job")
-        .arg(command)
-        .current_dir(directory)
+        .args(&wrapped.arguments)
+        .current_dir(&wrapped.current_dir)
         .env_clear()
-        .envs(environment::values(passed_names))
+        .envs(wrapped.environment.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_for_errors)
-        .process_group(0)
         .kill_on_drop(false);
-    let child = process.spawn().map_err(|error| failure("can't spawn sh", error))?;
+    if !wrapped.starts_own_session {
+        process.process_group(0);
+    }
+    let mut child = process.spawn().map_err(|error| failure("can't spawn sh", error))?;
     let group = child.id().unwrap_or_default();
-    // Dropping the handle leaves the job running; tokio reaps it when it exits.
-    drop(child);
+    match wrapped.lease.take() {
+        // Waiting keeps the sandbox (its process group, its temporary directory) until
+        // the job is done; it goes with the gateway process at the latest.
+        Some(lease) => {
+            tokio::spawn(async move {
+                if let Err(error) = child.wait().await {
+                    tracing::warn!(%error, "can't wait for a background job");
+                }
+                drop(lease);
+            });
+        }
+        // Dropping the handle leaves the job running; tokio reaps it when it exits.
+        None => drop(child),
+    }
     Ok(ToolOutput::text(format!(
         "started background job {id} (process group {group})\n\
          log: {log_name}\n\

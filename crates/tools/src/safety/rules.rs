@@ -1,9 +1,9 @@
 //! The named rules of the command safety policy: which commands, arguments and
 //! redirections are refused, and why.
 
-use super::Refusal;
 use super::command_word::{Head, SHELLS, basename, head};
 use super::shell::SimpleCommand;
+use super::{Refusal, Rule};
 
 /// Where earlier `cd` commands on the same line left the shell, for `rm -rf *`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,15 +14,15 @@ pub(crate) enum Location {
 }
 
 /// Commands refused by name alone, with the reason given.
-const REFUSED_COMMANDS: [(&[&str], &str); 8] = [
-    (&["sudo", "su", "doas", "pkexec", "runuser"], "privilege escalation"),
-    (&["chown", "chgrp"], "privilege escalation"),
-    (&["docker", "podman", "nerdctl", "container", "ctr", "crictl"], "container CLI"),
-    (&["curl", "wget", "nc", "netcat", "ncat", "socat", "telnet", "ssh", "scp", "sftp"], "network tool"),
-    (&["printenv"], "environment dump"),
-    (&["shutdown", "reboot", "halt", "poweroff"], "system shutdown"),
-    (&["mke2fs", "mkswap", "wipefs", "format"], "disk format"),
-    (&["fdisk", "sfdisk", "parted", "diskpart"], "disk partitioning"),
+const REFUSED_COMMANDS: [(&[&str], Rule); 8] = [
+    (&["sudo", "su", "doas", "pkexec", "runuser"], Rule::PrivilegeEscalation),
+    (&["chown", "chgrp"], Rule::PrivilegeEscalation),
+    (&["docker", "podman", "nerdctl", "container", "ctr", "crictl"], Rule::ContainerCli),
+    (&["curl", "wget", "nc", "netcat", "ncat", "socat", "telnet", "ssh", "scp", "sftp"], Rule::NetworkTool),
+    (&["printenv"], Rule::EnvironmentDump),
+    (&["shutdown", "reboot", "halt", "poweroff"], Rule::SystemShutdown),
+    (&["mke2fs", "mkswap", "wipefs", "format"], Rule::DiskFormat),
+    (&["fdisk", "sfdisk", "parted", "diskpart"], Rule::DiskPartitioning),
 ];
 
 /// Programs that run a script read from a pipe.
@@ -31,8 +31,8 @@ const INTERPRETERS: [&str; 6] = ["python", "python3", "perl", "ruby", "node", "p
 /// Device name prefixes under `/dev/` that are disks.
 const DISK_DEVICES: [&str; 9] = ["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md"];
 
-fn refuse(matched: impl Into<String>, reason: &str) -> Refusal {
-    Refusal { matched: matched.into(), reason: reason.to_owned() }
+fn refuse(matched: impl Into<String>, rule: Rule) -> Refusal {
+    Refusal::new(matched, rule)
 }
 
 /// `name arguments` shown in a refusal, cut to a readable length.
@@ -47,13 +47,13 @@ fn shown(name: &str, arguments: &[String]) -> String {
 
 /// Checks one command by its (basename) command word and arguments; `cd` updates `location`.
 pub(crate) fn check_command(name: &str, arguments: &[String], location: &mut Location) -> Result<(), Refusal> {
-    for (names, reason) in REFUSED_COMMANDS {
+    for (names, rule) in REFUSED_COMMANDS {
         if names.contains(&name) {
-            return Err(refuse(name, reason));
+            return Err(refuse(name, rule));
         }
     }
     if name.starts_with("mkfs") {
-        return Err(refuse(name, "disk format"));
+        return Err(refuse(name, Rule::DiskFormat));
     }
     let lowercase: Vec<String> = arguments.iter().map(|argument| argument.to_lowercase()).collect();
     let has = |wanted: &[&str]| lowercase.iter().any(|argument| wanted.contains(&argument.as_str()));
@@ -63,24 +63,24 @@ pub(crate) fn check_command(name: &str, arguments: &[String], location: &mut Loc
         "dd" => match arguments.iter().find(|argument| {
             argument.strip_prefix("of=").is_some_and(|target| target.starts_with("/dev/") && is_disk(target))
         }) {
-            Some(target) => Err(refuse(format!("dd {target}"), "raw disk write")),
+            Some(target) => Err(refuse(format!("dd {target}"), Rule::RawDiskWrite)),
             None => Ok(()),
         },
         "tee" => raw_disk_targets(arguments),
         "del" | "erase" if lowercase.iter().any(|argument| argument.starts_with("/f")) => {
-            Err(refuse(format!("{name} /f"), "forced delete"))
+            Err(refuse(format!("{name} /f"), Rule::ForcedDelete))
         }
-        "rmdir" | "rd" if has(&["/s"]) => Err(refuse(format!("{name} /s"), "recursive delete")),
+        "rmdir" | "rd" if has(&["/s"]) => Err(refuse(format!("{name} /s"), Rule::RecursiveDelete)),
         "systemctl" if has(&["poweroff", "reboot", "halt", "kexec"]) => {
-            Err(refuse(shown(name, arguments), "system shutdown"))
+            Err(refuse(shown(name, arguments), Rule::SystemShutdown))
         }
-        "init" | "telinit" if has(&["0", "6"]) => Err(refuse(shown(name, arguments), "system shutdown")),
-        "set" if arguments.is_empty() => Err(refuse(name, "environment dump")),
+        "init" | "telinit" if has(&["0", "6"]) => Err(refuse(shown(name, arguments), Rule::SystemShutdown)),
+        "set" if arguments.is_empty() => Err(refuse(name, Rule::EnvironmentDump)),
         "export" | "declare" | "typeset" if arguments.iter().all(|argument| argument == "-p" || argument == "-x") => {
-            Err(refuse(shown(name, arguments), "environment dump"))
+            Err(refuse(shown(name, arguments), Rule::EnvironmentDump))
         }
         "find" if has(&["-delete"]) && arguments.first().is_some_and(|root| is_precious(root, Location::Elsewhere)) => {
-            Err(refuse(shown(name, arguments), "destructive delete"))
+            Err(refuse(shown(name, arguments), Rule::DestructiveDelete))
         }
         "cd" => {
             *location = match arguments.iter().find(|argument| !argument.starts_with('-')) {
@@ -107,13 +107,13 @@ fn remove(arguments: &[String], location: Location) -> Result<(), Refusal> {
         } else if argument == "--" {
             options_ended = true;
         } else if argument == "--no-preserve-root" {
-            return Err(refuse("rm --no-preserve-root", "destructive delete"));
+            return Err(refuse("rm --no-preserve-root", Rule::DestructiveDelete));
         } else if argument == "--recursive" || (!argument.starts_with("--") && argument.contains(['r', 'R'])) {
             recursive = true;
         }
     }
     if recursive && targets.iter().any(|target| is_precious(target, location)) {
-        return Err(refuse(shown("rm", arguments), "destructive delete"));
+        return Err(refuse(shown("rm", arguments), Rule::DestructiveDelete));
     }
     Ok(())
 }
@@ -156,7 +156,7 @@ fn setuid(arguments: &[String]) -> Result<(), Refusal> {
             .and_then(|digit| digit.to_digit(8))
             .is_some_and(|special| special & 0o6 != 0);
     if symbolic || numeric {
-        return Err(refuse(format!("chmod {mode}"), "setuid bit"));
+        return Err(refuse(format!("chmod {mode}"), Rule::SetuidBit));
     }
     Ok(())
 }
@@ -168,7 +168,7 @@ fn is_disk(path: &str) -> bool {
 /// Output redirections (or `tee` arguments) aimed at a disk device.
 pub(crate) fn raw_disk_targets(targets: &[String]) -> Result<(), Refusal> {
     match targets.iter().find(|target| is_disk(target)) {
-        Some(target) => Err(refuse(format!("> {target}"), "raw disk write")),
+        Some(target) => Err(refuse(format!("> {target}"), Rule::RawDiskWrite)),
         None => Ok(()),
     }
 }
@@ -176,7 +176,7 @@ pub(crate) fn raw_disk_targets(targets: &[String]) -> Result<(), Refusal> {
 /// Any word naming a process environment file.
 pub(crate) fn environment_files(words: &[String]) -> Result<(), Refusal> {
     match words.iter().find(|word| word.starts_with("/proc/") && word.ends_with("/environ")) {
-        Some(word) => Err(refuse(word.as_str(), "environment dump")),
+        Some(word) => Err(refuse(word.as_str(), Rule::EnvironmentDump)),
         None => Ok(()),
     }
 }
@@ -189,7 +189,7 @@ pub(crate) fn fork_bomb(line: &str, definition: &regex::Regex) -> Result<(), Ref
         };
         let body: String = body.as_str().chars().filter(|character| !character.is_whitespace()).collect();
         if body.contains(&format!("{}|{}", name.as_str(), name.as_str())) {
-            return Err(refuse(format!("{}(){{ … }}", name.as_str()), "fork bomb"));
+            return Err(refuse(format!("{}(){{ … }}", name.as_str()), Rule::ForkBomb));
         }
     }
     Ok(())
@@ -212,7 +212,7 @@ pub(crate) fn download_into_shell(commands: &[SimpleCommand]) -> Result<(), Refu
         if let Some(source) = &downloader
             && (SHELLS.contains(&name.as_str()) || INTERPRETERS.contains(&name.as_str()))
         {
-            return Err(refuse(format!("{source} … | {name}"), "download piped to a shell"));
+            return Err(refuse(format!("{source} … | {name}"), Rule::DownloadIntoShell));
         }
         if matches!(name.as_str(), "curl" | "wget") {
             downloader = Some(name);

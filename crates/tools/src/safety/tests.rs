@@ -167,3 +167,15 @@ fn deep_nesting_is_refused() {
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
+
+#[test]
+fn allowed_rules_are_skipped_but_the_rest_of_the_line_is_checked() {
+    let policy = CommandPolicy::new(&["^git push".to_owned()]).unwrap();
+    let allowed = [Rule::EnvironmentDump, Rule::NetworkTool];
+    assert!(policy.check_allowing("printenv", &allowed).is_ok());
+    assert!(policy.check_allowing("env | sort && curl -s x", &allowed).is_ok());
+    assert_eq!(policy.check_allowing("printenv; sudo id", &allowed).unwrap_err().rule, Rule::PrivilegeEscalation);
+    assert_eq!(policy.check_allowing("sh -c 'printenv; reboot'", &allowed).unwrap_err().rule, Rule::SystemShutdown);
+    assert_eq!(policy.check_allowing("git push", &allowed).unwrap_err().rule, Rule::BlockedPattern);
+    assert_eq!(policy.check("printenv").unwrap_err().rule, Rule::EnvironmentDump);
+}

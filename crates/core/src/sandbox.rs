@@ -1,0 +1,128 @@
+//! The `Sandbox` port: turns a shell command into a confined command line ready to spawn.
+//! Adapters (landlock, bubblewrap) do the confining; spawning stays with the caller, so
+//! its timeout, output and cancellation handling is the same for every backend.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What to run: a shell command line in a workspace with an already filtered environment.
+#[derive(Debug, Clone)]
+pub struct SandboxRequest<'a> {
+    /// The command line given to `sh -c`.
+    pub command: &'a str,
+    /// The writable working directory.
+    pub workspace: &'a Path,
+    /// The whole environment the command gets (credentials already filtered out).
+    pub environment: Vec<(String, OsString)>,
+}
+
+/// Tears a sandbox down when dropped (its processes, its temporary directory, its
+/// process-count group); [`SandboxLease::kill_all`] stops its processes earlier.
+pub trait SandboxLease: Send + Sync + fmt::Debug {
+    /// Kills every process still running in the sandbox, however it got detached.
+    fn kill_all(&self);
+}
+
+/// A confined command, ready to spawn with piped output.
+#[derive(Debug)]
+pub struct SandboxedCommand {
+    /// Program to execute.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub arguments: Vec<OsString>,
+    /// The complete environment to give it (spawn with a cleared environment).
+    pub environment: Vec<(String, OsString)>,
+    /// Working directory to spawn it in.
+    pub current_dir: PathBuf,
+    /// True when the program makes itself a session (and process group) leader, so the
+    /// caller must not put it in a process group of its own first.
+    pub starts_own_session: bool,
+    /// Output bytes after which the caller should stop the command, when limited.
+    pub max_output_bytes: Option<u64>,
+    /// Keep alive as long as the command may run; dropping it stops what is left.
+    pub lease: Option<Box<dyn SandboxLease>>,
+}
+
+/// Why a command could not be confined.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    /// The configured backend does not work on this machine; nothing will run until the
+    /// configuration or the machine changes.
+    #[error("can't use the {backend} sandbox: {reason}")]
+    Unavailable {
+        /// Backend name (`landlock`).
+        backend: String,
+        /// What the probe found.
+        reason: String,
+    },
+    /// Preparing this one command failed (a temporary directory, a process group).
+    #[error("can't prepare the sandbox: {0}")]
+    Setup(String),
+}
+
+/// What a backend takes care of itself, so the command checker can leave it alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Confinement {
+    /// Commands can't see the gateway's files, credentials or environment: dumping
+    /// their own environment reveals nothing secret.
+    pub isolates_host: bool,
+    /// Commands may use the network by policy.
+    pub network_allowed: bool,
+}
+
+/// The port: confines shell commands.
+pub trait Sandbox: Send + Sync + fmt::Debug {
+    /// Name of the backend in use (`landlock`, `bubblewrap`, `none`).
+    fn backend(&self) -> String;
+    /// What the backend enforces, for the command checker.
+    fn confinement(&self) -> Confinement;
+    /// Wraps `request` into a command line that runs it confined.
+    fn wrap(&self, request: SandboxRequest<'_>) -> Result<SandboxedCommand, SandboxError>;
+}
+
+/// No confinement: `sh -c` on the host, as its own process group.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostShell;
+
+impl Sandbox for HostShell {
+    fn backend(&self) -> String {
+        "none".to_owned()
+    }
+
+    fn confinement(&self) -> Confinement {
+        Confinement::default()
+    }
+
+    fn wrap(&self, request: SandboxRequest<'_>) -> Result<SandboxedCommand, SandboxError> {
+        Ok(SandboxedCommand {
+            program: PathBuf::from("sh"),
+            arguments: vec![OsString::from("-c"), OsString::from(request.command)],
+            environment: request.environment,
+            current_dir: request.workspace.to_path_buf(),
+            starts_own_session: false,
+            max_output_bytes: None,
+            lease: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_shell_runs_sh_in_the_workspace() {
+        let command = HostShell
+            .wrap(SandboxRequest {
+                command: "echo hi",
+                workspace: Path::new("/work"),
+                environment: vec![("PATH".to_owned(), OsString::from("/bin"))],
+            })
+            .unwrap();
+        assert_eq!(command.program, PathBuf::from("sh"));
+        assert_eq!(command.arguments, [OsString::from("-c"), OsString::from("echo hi")]);
+        assert_eq!(command.current_dir, PathBuf::from("/work"));
+        assert!(!command.starts_own_session && command.lease.is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! The sandbox through the real binary: the scripted model calls `exec` and what comes
+//! back holds no planted key, SSH key or config; writes outside the workspace fail; and
+//! `squidbot doctor` reports the backend. Backends named in
+//! `SQUIDBOT_TEST_SANDBOX_UNAVAILABLE` are skipped with a notice, any other that does
+//! not work here fails.
+
+use serde_json::json;
+use squidbot_testkit::{Reply, ScriptedLlm};
+
+use crate::harness::{Home, tool_results};
+
+const PLANTED_API_KEY: &str = "planted-gateway-api-key-5f3e";
+const PLANTED_SSH_KEY: &str = "PLANTED-SSH-KEY-MATERIAL-91ab";
+const PLANTED_CONFIG: &str = "planted-config-marker-77cd";
+
+fn declared_unavailable(backend: &str) -> bool {
+    let declared = std::env::var("SQUIDBOT_TEST_SANDBOX_UNAVAILABLE").unwrap_or_default();
+    let unavailable = declared.split(',').any(|name| name.trim() == backend);
+    if unavailable {
+        eprintln!("NOT TESTED: SQUIDBOT_TEST_SANDBOX_UNAVAILABLE declares the {backend} sandbox unavailable");
+    }
+    unavailable
+}
+
+async fn secrets_stay_out_of_exec(backend: &str) {
+    if declared_unavailable(backend) {
+        return;
+    }
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    home.append_config(&format!("# {PLANTED_CONFIG}\n[sandbox]\nbackend = \"{backend}\"\n"));
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_rsa"), format!("{PLANTED_SSH_KEY}\n")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let escape = outside.path().join("escaped.txt");
+    let command = format!(
+        "printenv; cat ~/.ssh/id_rsa; cat {config}; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep API_KEY; \
+         echo escaped > {escape}; echo inside > inside.txt",
+        config = home.path().join("config.toml").display(),
+        escape = escape.display(),
+    );
+    server.push(Reply::tool_call("exec", json!({ "command": command })));
+    server.push(Reply::text("done"));
+    let run = home.run_with(&["agent", "-m", "look around"], &[("OPENAI_API_KEY", PLANTED_API_KEY)]).await.success();
+    assert_eq!(run.stdout, "done\n");
+    let results = tool_results(&server.requests()[1].body);
+    let output = &results[0];
+    assert!(output.contains("PATH="), "printenv ran: {output}");
+    for planted in [PLANTED_API_KEY, PLANTED_SSH_KEY, PLANTED_CONFIG, "REDACTED"] {
+        assert!(!output.contains(planted), "{planted} leaked into the tool result: {output}");
+    }
+    assert!(!escape.exists(), "a write outside the workspace got through: {output}");
+    assert_eq!(std::fs::read_to_string(home.workspace().join("inside.txt")).unwrap(), "inside\n");
+    server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn landlock_keeps_secrets_out_of_exec() {
+    secrets_stay_out_of_exec("landlock").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bubblewrap_keeps_secrets_out_of_exec() {
+    secrets_stay_out_of_exec("bubblewrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_reports_the_sandbox_and_why() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let run = home.run(&["doctor", "--json"]).await.success();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let sandbox = &report["sandbox"];
+    assert_eq!(sandbox["configured"], "auto");
+    for probe in sandbox["probes"].as_array().unwrap() {
+        let backend = probe["backend"].as_str().unwrap();
+        assert!(probe["works"] == true || declared_unavailable(backend), "{backend} does not work here: {probe}");
+    }
+    let expected = if declared_unavailable("landlock") { "bubblewrap" } else { "landlock" };
+    if !declared_unavailable(expected) {
+        assert_eq!(sandbox["active"], expected, "{sandbox}");
+        assert!(sandbox["reason"].as_str().unwrap().contains("works"), "{sandbox}");
+    }
+    let text = home.run(&["doctor"]).await.success();
+    assert!(text.stdout.contains("sandbox"), "{}", text.stdout);
+    // Turning the sandbox off is allowed, and said plainly.
+    let off = home.run_with(&["doctor"], &[("SQUIDBOT__SANDBOX__BACKEND", "none")]).await.success();
+    assert!(off.stdout.contains("warn sandbox    none: configured"), "{}", off.stdout);
+}
