@@ -9,10 +9,12 @@ use squidbot_types::message::{ToolCall, Usage};
 use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 use squidbot_types::{ChatMessage, ToolSpec};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::clock::{Clock, rfc3339};
 use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
-use crate::context::{self, PromptSection, PromptSections, RuntimeInfo};
+use crate::context::{self, PromptProfile, PromptSection, PromptSections, RuntimeInfo};
+use crate::delegation::{BackgroundResult, Delegator};
 use crate::leaks::LeakScanner;
 use crate::memory::Memories;
 use crate::provider::{CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
@@ -116,6 +118,8 @@ pub struct TurnOutcome {
     pub tool_calls: u32,
     /// Size of the last model call's prompt plus reply, in tokens (reported, else estimated).
     pub prompt_tokens: u64,
+    /// The turn's correlation id (shared by its tool calls, sub-agents and log lines).
+    pub correlation_id: String,
 }
 
 /// How an agent keeps its sessions inside the context window.
@@ -156,6 +160,8 @@ pub struct Agent {
     settings: AgentSettings,
     compaction: Option<CompactionSettings>,
     sections: Option<Arc<dyn PromptSections>>,
+    profile: PromptProfile,
+    delegation: Option<Arc<Delegator>>,
     leaks: LeakScanner,
     jobs: Mutex<HashMap<String, CompactionJob>>,
 }
@@ -213,6 +219,8 @@ impl Agent {
             settings,
             compaction: None,
             sections: None,
+            profile: PromptProfile::default(),
+            delegation: None,
             leaks: LeakScanner::default(),
             jobs: Mutex::new(HashMap::new()),
         }
@@ -235,6 +243,29 @@ impl Agent {
     pub fn with_sections(mut self, sections: Arc<dyn PromptSections>) -> Self {
         self.sections = Some(sections);
         self
+    }
+
+    /// Builds the system prompt from `profile` instead of the assistant's default.
+    pub fn with_prompt_profile(mut self, profile: PromptProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Lets the agent hand work to sub-agents: each turn first takes in the results of
+    /// background workers that finished since, and the prompt lists this session's workers.
+    pub fn with_delegation(mut self, delegation: Arc<Delegator>) -> Self {
+        self.delegation = Some(delegation);
+        self
+    }
+
+    /// The sub-agents this agent hands work to, if any.
+    pub fn delegation(&self) -> Option<&Arc<Delegator>> {
+        self.delegation.as_ref()
+    }
+
+    /// The workspace the agent reads its prompt files from.
+    pub fn workspace(&self) -> &Arc<dyn WorkspaceFiles> {
+        &self.workspace
     }
 
     /// The session store the agent records into.
@@ -266,7 +297,7 @@ impl Agent {
     pub fn system_prompt(&self, first_run: bool, sections: &[PromptSection]) -> context::SystemPrompt {
         let mut runtime = self.settings.runtime.clone();
         runtime.model = self.settings.model.clone();
-        context::assemble(self.workspace.as_ref(), &runtime, first_run, sections)
+        context::assemble_for(&self.profile, self.workspace.as_ref(), &runtime, first_run, sections)
     }
 
     /// The per-context sections of the prompt.
@@ -280,6 +311,11 @@ impl Agent {
     /// Loads a session, or prepares a new one (written on its first turn).
     /// Returns the session and warnings about unreadable lines.
     pub async fn open_session(&self, key: &str) -> Result<(Session, Vec<String>), AgentError> {
+        self.open_session_in(key, &self.settings.context).await
+    }
+
+    /// Like [`Agent::open_session`], a new session belonging to `context`.
+    pub async fn open_session_in(&self, key: &str, context: &str) -> Result<(Session, Vec<String>), AgentError> {
         match self.store.load_boxed(key).await? {
             Some(loaded) => {
                 let warnings = loaded.warnings.clone();
@@ -291,12 +327,29 @@ impl Agent {
                     version: SESSION_FORMAT_VERSION,
                     id: ids::session_id(),
                     key: key.to_owned(),
-                    context: self.settings.context.clone(),
+                    context: context.to_owned(),
                     created: self.now(),
                 }),
                 Vec::new(),
             )),
         }
+    }
+
+    /// Appends the results of background sub-agents of this session that finished since
+    /// its last turn, each as a distinct `delegate` entry; returns them (in finishing order).
+    pub async fn take_background_results(&self, session: &mut Session) -> Result<Vec<BackgroundResult>, AgentError> {
+        let Some(delegation) = &self.delegation else { return Ok(Vec::new()) };
+        let results = delegation.take_results(session.key());
+        if results.is_empty() {
+            return Ok(results);
+        }
+        let bodies = results.iter().map(BackgroundResult::entry).collect();
+        if let Err(error) = self.record(session, bodies).await {
+            // Not lost: they go back to the inbox for the next attempt.
+            delegation.return_results(session.key(), results);
+            return Err(error.into());
+        }
+        Ok(results)
     }
 
     fn now(&self) -> String {
@@ -327,12 +380,31 @@ impl Agent {
         events: &dyn AgentEvents,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
-        self.apply_finished_compaction(session, events, false).await?;
-        let outcome = self.run_turn_inner(session, input, events, cancel).await?;
-        if outcome.status != TurnStatus::Cancelled {
-            self.check_pressure(session, outcome.prompt_tokens, events).await?;
+        self.run_turn_correlated(session, input, events, cancel, &ids::correlation_id()).await
+    }
+
+    /// [`Agent::run_turn`] under a correlation id chosen by the caller (one per inbound
+    /// message): it reaches every tool call, every sub-agent and every log line of the turn.
+    pub async fn run_turn_correlated(
+        &self,
+        session: &mut Session,
+        input: &str,
+        events: &dyn AgentEvents,
+        cancel: &CancellationToken,
+        correlation_id: &str,
+    ) -> Result<TurnOutcome, AgentError> {
+        let span = tracing::info_span!("turn", correlation_id, session = %session.key());
+        async {
+            self.apply_finished_compaction(session, events, false).await?;
+            self.take_background_results(session).await?;
+            let outcome = self.run_turn_inner(session, input, events, cancel, correlation_id).await?;
+            if outcome.status != TurnStatus::Cancelled {
+                self.check_pressure(session, outcome.prompt_tokens, events).await?;
+            }
+            Ok(outcome)
         }
-        Ok(outcome)
+        .instrument(span)
+        .await
     }
 
     /// Waits for this session's background compaction, if one runs, and applies it.
@@ -346,6 +418,7 @@ impl Agent {
         input: &str,
         events: &dyn AgentEvents,
         cancel: &CancellationToken,
+        correlation_id: &str,
     ) -> Result<TurnOutcome, AgentError> {
         let first_run = !session.is_persisted() && session.branch_is_empty();
         let mut opening = Vec::new();
@@ -364,7 +437,11 @@ impl Agent {
         });
         self.record(session, opening).await?;
 
-        let sections = self.prompt_sections(&session.header().context).await;
+        let mut sections = self.prompt_sections(&session.header().context).await;
+        if let Some(workers) = self.delegation.as_ref().and_then(|delegation| delegation.status_section(session.key()))
+        {
+            sections.push(workers);
+        }
         let system = self.system_prompt(first_run, &sections).text;
         // Tools of run-time sources (MCP servers) are looked up, and their servers started,
         // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
@@ -384,6 +461,7 @@ impl Agent {
             model_calls: 0,
             tool_calls: 0,
             prompt_tokens: 0,
+            correlation_id: correlation_id.to_owned(),
         };
         let mut warned_overflow = false;
         let mut overflow_retries = 0;
@@ -476,15 +554,21 @@ impl Agent {
                 session_key: session.key().to_owned(),
                 context: session.header().context.clone(),
                 cancel: cancel.child_token(),
+                correlation_id: correlation_id.to_owned(),
             };
             let results = tools::run_calls(&turn_tools, &completion.tool_calls, &context, events).await;
             outcome.tool_calls += results.len() as u32;
             let mut fatal = None;
+            let mut final_reply = None;
             let bodies = results
                 .into_iter()
                 .map(|(call, result)| {
+                    let mut ends_turn = false;
                     let (content, is_error) = match result {
-                        Ok(output) => (output.content, false),
+                        Ok(output) => {
+                            ends_turn = output.ends_turn;
+                            (output.content, false)
+                        }
                         Err(ToolError::RespondToModel(message)) => (message, true),
                         Err(ToolError::Fatal(message)) => {
                             fatal.get_or_insert_with(|| message.clone());
@@ -502,12 +586,19 @@ impl Agent {
                             call.name
                         ));
                     }
+                    if ends_turn {
+                        final_reply.get_or_insert_with(|| content.clone());
+                    }
                     EntryBody::ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error }
                 })
                 .collect();
             self.record(session, bodies).await?;
             if let Some(message) = fatal {
                 return Err(AgentError::Tool(message));
+            }
+            if let Some(reply) = final_reply {
+                outcome.reply = reply;
+                return Ok(outcome);
             }
             if cancel.is_cancelled() {
                 outcome.status = TurnStatus::Cancelled;

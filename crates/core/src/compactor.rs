@@ -125,6 +125,9 @@ pub fn transcript(entries: &[&SessionEntry]) -> String {
                     clip(content, TRANSCRIPT_RESULT_CHARS)
                 )
             }
+            EntryBody::Delegate { agent, status, result, .. } => {
+                format!("(background {agent} result, {status}: {})", clip(result, TRANSCRIPT_RESULT_CHARS))
+            }
             EntryBody::Message { .. } | EntryBody::Compaction { .. } | EntryBody::ModelChange { .. } => continue,
         };
         text.push_str(&line);
@@ -139,6 +142,7 @@ fn entry_tokens(entry: &SessionEntry) -> usize {
         EntryBody::ToolCall { name, arguments, call_id } => name.len() + arguments.len() + call_id.len(),
         EntryBody::ToolResult { content, name, call_id, .. } => content.len() + name.len() + call_id.len(),
         EntryBody::Compaction { summary, .. } => summary.len(),
+        EntryBody::Delegate { task, result, .. } => task.len() + result.len() + 200,
         EntryBody::ModelChange { .. } => 0,
     };
     estimate_tokens(characters) + 4

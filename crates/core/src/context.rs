@@ -42,6 +42,69 @@ pub const SYSTEM_PROMPT: Prompt = Prompt { name: "system.md", default: include_s
 pub const RUNTIME_PROMPT: Prompt = Prompt { name: "runtime.md", default: include_str!("../prompts/runtime.md") };
 /// The note added on the first run.
 pub const FIRST_RUN_PROMPT: Prompt = Prompt { name: "first_run.md", default: include_str!("../prompts/first_run.md") };
+/// The base instructions of sub-agents (workers, researchers, coders, ...).
+pub const WORKER_PROMPT: Prompt = Prompt { name: "worker.md", default: include_str!("../prompts/worker.md") };
+/// How the assistant hands work to sub-agents (delegate mode).
+pub const DELEGATION_PROMPT: Prompt =
+    Prompt { name: "delegation.md", default: include_str!("../prompts/delegation.md") };
+/// The reminder a sub-agent gets when it ends without reporting an outcome.
+pub const WORKER_NUDGE_PROMPT: Prompt =
+    Prompt { name: "worker_nudge.md", default: include_str!("../prompts/worker_nudge.md") };
+/// How the assistant may start a child agent (direct mode).
+pub const SPAWN_PROMPT: Prompt = Prompt { name: "spawn.md", default: include_str!("../prompts/spawn.md") };
+
+/// Bootstrap files of sub-agents unless their role says otherwise: operating
+/// instructions and local setup, no personality or user context.
+pub const SUB_AGENT_BOOTSTRAP_FILES: [&str; 2] = ["AGENTS.md", "ENVIRONMENT.md"];
+
+/// What one role's system prompt is made of.
+#[derive(Debug, Clone)]
+pub struct PromptProfile {
+    /// The base instructions.
+    pub base: Prompt,
+    /// Workspace files included after the base, in order.
+    pub bootstrap: Vec<String>,
+    /// Embedded notes after the bootstrap files (how delegation works).
+    pub notes: Vec<Prompt>,
+    /// Text after the notes: the role's `system_prompt_file`, then its `system_prompt`.
+    pub appended: Vec<String>,
+    /// Value of `{{role}}`.
+    pub role: String,
+    /// Value of `{{roles}}`: the roles work may be handed to, one per line.
+    pub roles: String,
+    /// Whether `BOOTSTRAP.md` is read on the first run.
+    pub first_run: bool,
+}
+
+impl Default for PromptProfile {
+    /// The assistant's prompt: every bootstrap file, `BOOTSTRAP.md` on the first run.
+    fn default() -> Self {
+        Self {
+            base: SYSTEM_PROMPT,
+            bootstrap: BOOTSTRAP_FILES.iter().map(|name| (*name).to_owned()).collect(),
+            notes: Vec::new(),
+            appended: Vec::new(),
+            role: "assistant".into(),
+            roles: String::new(),
+            first_run: true,
+        }
+    }
+}
+
+impl PromptProfile {
+    /// A sub-agent's prompt: the worker instructions and [`SUB_AGENT_BOOTSTRAP_FILES`].
+    pub fn sub_agent(role: &str) -> Self {
+        Self {
+            base: WORKER_PROMPT,
+            bootstrap: SUB_AGENT_BOOTSTRAP_FILES.iter().map(|name| (*name).to_owned()).collect(),
+            notes: Vec::new(),
+            appended: Vec::new(),
+            role: role.to_owned(),
+            roles: String::new(),
+            first_run: false,
+        }
+    }
+}
 
 impl Prompt {
     /// The workspace override if there is one, else the embedded text.
@@ -102,8 +165,10 @@ pub struct SystemPrompt {
     pub files: Vec<IncludedFile>,
 }
 
-fn fill(template: &str, runtime: &RuntimeInfo) -> String {
+fn fill(template: &str, runtime: &RuntimeInfo, profile: &PromptProfile) -> String {
     template
+        .replace("{{role}}", &profile.role)
+        .replace("{{roles}}", &profile.roles)
         .replace("{{name}}", &runtime.name)
         .replace("{{workspace}}", &runtime.workspace)
         .replace("{{date}}", &runtime.date)
@@ -119,18 +184,31 @@ pub fn cap_file(name: &str, content: &str, cap: usize) -> String {
     })
 }
 
-/// Builds the system prompt. Stable parts come first so provider prompt caches hit:
-/// base instructions, then the bootstrap files, then the runtime line.
+/// Builds the assistant's system prompt. Stable parts come first so provider prompt
+/// caches hit: base instructions, then the bootstrap files, then the runtime line.
 pub fn assemble(
     workspace: &dyn WorkspaceFiles,
     runtime: &RuntimeInfo,
     first_run: bool,
     sections: &[PromptSection],
 ) -> SystemPrompt {
-    let mut text = fill(SYSTEM_PROMPT.load(workspace).trim_end(), runtime);
+    assemble_for(&PromptProfile::default(), workspace, runtime, first_run, sections)
+}
+
+/// Builds the system prompt of the role `profile` describes: base instructions, bootstrap
+/// files, role notes, the role's own prompt text, per-context sections, the runtime line.
+pub fn assemble_for(
+    profile: &PromptProfile,
+    workspace: &dyn WorkspaceFiles,
+    runtime: &RuntimeInfo,
+    first_run: bool,
+    sections: &[PromptSection],
+) -> SystemPrompt {
+    let first_run = first_run && profile.first_run;
+    let mut text = fill(profile.base.load(workspace).trim_end(), runtime, profile);
     let mut files = Vec::new();
     let mut budget = TOTAL_CAP;
-    let names = BOOTSTRAP_FILES.iter().copied().chain(first_run.then_some(FIRST_RUN_FILE));
+    let names = profile.bootstrap.iter().map(String::as_str).chain(first_run.then_some(FIRST_RUN_FILE));
     for name in names {
         let Some(content) = workspace.read(name) else { continue };
         let content = content.trim();
@@ -147,15 +225,23 @@ pub fn assemble(
         text.push_str(&format!("\n\n# {name}\n\n{kept}"));
         files.push(IncludedFile { name: name.to_owned(), original_chars: content.len(), included_chars: kept.len() });
     }
+    for note in &profile.notes {
+        text.push_str("\n\n");
+        text.push_str(&fill(note.load(workspace).trim_end(), runtime, profile));
+    }
+    for extra in profile.appended.iter().map(|extra| extra.trim()).filter(|extra| !extra.is_empty()) {
+        text.push_str("\n\n");
+        text.push_str(extra);
+    }
     for section in sections.iter().filter(|section| !section.body.trim().is_empty()) {
         text.push_str(&format!("\n\n# {}\n\n{}", section.title, section.body.trim()));
     }
     if first_run && files.iter().any(|file| file.name == FIRST_RUN_FILE) {
         text.push_str("\n\n");
-        text.push_str(&fill(FIRST_RUN_PROMPT.load(workspace).trim_end(), runtime));
+        text.push_str(&fill(FIRST_RUN_PROMPT.load(workspace).trim_end(), runtime, profile));
     }
     text.push_str("\n\n");
-    text.push_str(&fill(RUNTIME_PROMPT.load(workspace).trim_end(), runtime));
+    text.push_str(&fill(RUNTIME_PROMPT.load(workspace).trim_end(), runtime, profile));
     text.push('\n');
     SystemPrompt { text, files }
 }
@@ -236,6 +322,45 @@ mod tests {
         let memory = prompt.text.find("# Memory (memory.md)\n\n- likes tea").unwrap();
         let runtime_line = prompt.text.find("## Runtime").unwrap();
         assert!(soul < memory && memory < runtime_line);
+    }
+
+    #[test]
+    fn sub_agents_read_only_their_bootstrap_files_then_their_own_prompt() {
+        let workspace = MemoryWorkspace::new()
+            .with("SOUL.md", "personality")
+            .with("USER.md", "user facts")
+            .with("AGENTS.md", "operating rules")
+            .with("ENVIRONMENT.md", "hosts");
+        let mut profile = PromptProfile::sub_agent("researcher");
+        profile.appended = vec!["From RESEARCHER.md".into(), "Focus on primary sources.".into()];
+        let prompt = assemble_for(&profile, &workspace, &runtime(), true, &[]);
+        let names: Vec<_> = prompt.files.iter().map(|file| file.name.as_str()).collect();
+        assert_eq!(names, ["AGENTS.md", "ENVIRONMENT.md"]);
+        assert!(!prompt.text.contains("personality") && !prompt.text.contains("user facts"));
+        assert!(prompt.text.contains("researcher"), "the role is named");
+        let file = prompt.text.find("From RESEARCHER.md").unwrap();
+        let inline = prompt.text.find("Focus on primary sources.").unwrap();
+        let environment = prompt.text.find("# ENVIRONMENT.md").unwrap();
+        assert!(environment < file && file < inline);
+    }
+
+    #[test]
+    fn sub_agent_prompt_snapshot() {
+        let workspace = MemoryWorkspace::new().with("SOUL.md", "personality").with("AGENTS.md", "Be careful.");
+        let prompt = assemble_for(&PromptProfile::sub_agent("researcher"), &workspace, &runtime(), false, &[]);
+        insta::assert_snapshot!(prompt.text);
+    }
+
+    #[test]
+    fn delegating_assistant_prompt_snapshot() {
+        let profile = PromptProfile {
+            notes: vec![DELEGATION_PROMPT],
+            roles: "- `researcher`: looking things up\n- `worker`: general tasks".into(),
+            ..PromptProfile::default()
+        };
+        let sections = [PromptSection { title: "Workers".into(), body: "Running:\n- 1f2e3d4c researcher".into() }];
+        let prompt = assemble_for(&profile, &MemoryWorkspace::new(), &runtime(), false, &sections);
+        insta::assert_snapshot!(prompt.text);
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct TurnEvent {
     pub seq: u64,
     /// Milliseconds since the Unix epoch.
     pub at_ms: i64,
+    /// The id shared by everything the inbound message that started the run caused
+    /// (tool calls, sub-agents, log lines); for a background result, the id of the turn
+    /// that delegated the work.
+    pub correlation_id: String,
     /// What happened.
     pub kind: TurnEventKind,
 }
@@ -138,6 +142,21 @@ pub enum TurnEventKind {
         error: String,
         /// Wall time of the run.
         duration: Duration,
+    },
+    /// A background sub-agent finished and its result was added to the session as a
+    /// distinct message. Published on its own (run id `background:<worker>`), outside any
+    /// turn; front ends show `text` to the user as a message of its own.
+    Background {
+        /// The worker's id.
+        worker_id: String,
+        /// Its role.
+        agent: String,
+        /// `done`, `failed` or `cancelled`.
+        status: String,
+        /// What to show: a marker line, then the result or the reason it failed.
+        text: String,
+        /// Key of the worker's own session.
+        worker_session: String,
     },
 }
 
@@ -346,6 +365,7 @@ mod tests {
             session_key: session.into(),
             seq,
             at_ms: 0,
+            correlation_id: String::new(),
             kind: TurnEventKind::Delta { text: format!("{seq}") },
         }
     }

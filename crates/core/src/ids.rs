@@ -1,4 +1,4 @@
-//! Short random ids for sessions and entries.
+//! Short random ids for sessions, entries, correlation and sub-agents.
 
 /// A 12-hex-character random id, unique enough within one session file.
 pub fn entry_id() -> String {
@@ -10,4 +10,16 @@ pub fn entry_id() -> String {
 /// A full random id for a session.
 pub fn session_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A random id tying together everything one inbound message causes.
+pub fn correlation_id() -> String {
+    entry_id()
+}
+
+/// A short random id for a sub-agent, easy for a model to repeat.
+pub fn worker_id() -> String {
+    let mut id = uuid::Uuid::new_v4().simple().to_string();
+    id.truncate(8);
+    id
 }

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod clock;
 pub mod compactor;
 pub mod context;
+pub mod delegation;
 pub mod events;
 pub mod ids;
 pub mod leaks;

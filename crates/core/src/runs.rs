@@ -1,7 +1,8 @@
 //! Runs turns for long-lived front ends (the gateway's protocols, channels, the scheduler):
 //! keeps sessions open, one turn at a time per session and many sessions in parallel,
 //! publishes every step to the [`EventHub`], lets any front end abort a run, and waits for
-//! running turns on shutdown.
+//! running turns on shutdown. Results of background sub-agents are appended to their
+//! session and published as soon as the session is free.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnStatus};
+use crate::delegation::{BackgroundResult, BackgroundSink};
 use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
 use crate::session::Session;
 
@@ -85,15 +87,63 @@ fn unix_ms(agent: &Agent) -> i64 {
 }
 
 impl Runner {
-    /// A runner for `agent` publishing to `hub`.
+    /// A runner for `agent` publishing to `hub`. When the agent delegates, the results of
+    /// its background workers are delivered through this runner.
     pub fn new(agent: Arc<Agent>, hub: Arc<EventHub>) -> Arc<Self> {
-        Arc::new(Self {
+        let runner = Arc::new(Self {
             agent,
             hub,
             sessions: Mutex::new(HashMap::new()),
             active: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
-        })
+        });
+        if let Some(delegation) = runner.agent.delegation() {
+            delegation.set_sink(Arc::new(RunnerSink(Arc::downgrade(&runner))));
+        }
+        runner
+    }
+
+    /// Appends the finished background results of `session_key` to the session (waiting
+    /// for a running turn of it to end) and publishes each as a
+    /// [`TurnEventKind::Background`] event. Results a turn took in first are not repeated.
+    pub fn deliver_background_results(self: &Arc<Self>, session_key: &str) {
+        let runner = self.clone();
+        let session_key = session_key.to_owned();
+        self.tracker.spawn(async move {
+            let session = match runner.session(&session_key).await {
+                Ok(session) => session,
+                Err(error) => {
+                    tracing::warn!(session = %session_key, %error, "can't deliver background results yet");
+                    return;
+                }
+            };
+            let mut session = session.lock().await;
+            match runner.agent.take_background_results(&mut session).await {
+                Ok(results) => {
+                    for result in results {
+                        runner.publish_background(&result);
+                    }
+                }
+                Err(error) => tracing::warn!(session = %session_key, %error, "can't deliver background results yet"),
+            }
+        });
+    }
+
+    fn publish_background(&self, result: &BackgroundResult) {
+        self.hub.publish(TurnEvent {
+            run_id: format!("background:{}", result.worker_id),
+            session_key: result.parent_session.clone(),
+            seq: 1,
+            at_ms: unix_ms(&self.agent),
+            correlation_id: result.correlation_id.clone(),
+            kind: TurnEventKind::Background {
+                worker_id: result.worker_id.clone(),
+                agent: result.role.clone(),
+                status: result.state.as_str().to_owned(),
+                text: result.announcement(),
+                worker_session: result.worker_session.clone(),
+            },
+        });
     }
 
     /// The agent.
@@ -173,8 +223,9 @@ impl Runner {
         let events = self.hub.subscribe(Filter::Run(run_id.clone()));
         let handle = RunHandle { run_id: run_id.clone(), session_key: request.session_key.clone(), events };
         let runner = self.clone();
+        let correlation_id = crate::ids::correlation_id();
         self.tracker.spawn(async move {
-            let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone());
+            let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone(), correlation_id);
             turn.run(&request.input, &request.origin, &cancel).await;
             if let Ok(mut active) = runner.active.lock() {
                 active.remove(&run_id);
@@ -196,10 +247,26 @@ impl Runner {
             .collect()
     }
 
-    /// Refuses new runs and waits until the running ones finish.
+    /// Refuses new runs and waits until the running ones finish; then stops the
+    /// background workers still running (their sessions record them as cancelled).
     pub async fn drain(&self) {
         self.tracker.close();
         self.tracker.wait().await;
+        if let Some(delegation) = self.agent.delegation() {
+            delegation.shutdown().await;
+            self.tracker.wait().await;
+        }
+    }
+}
+
+/// Hands finished background work to the runner, which outlives none of its users.
+struct RunnerSink(std::sync::Weak<Runner>);
+
+impl BackgroundSink for RunnerSink {
+    fn background_finished(&self, result: &BackgroundResult) {
+        if let Some(runner) = self.0.upgrade() {
+            runner.deliver_background_results(&result.parent_session);
+        }
     }
 }
 
@@ -208,13 +275,14 @@ struct Turn<'a> {
     runner: &'a Runner,
     run_id: String,
     session_key: String,
+    correlation_id: String,
     seq: AtomicU64,
     tools: Mutex<HashMap<String, Instant>>,
 }
 
 impl<'a> Turn<'a> {
-    fn new(runner: &'a Runner, run_id: String, session_key: String) -> Self {
-        Self { runner, run_id, session_key, seq: AtomicU64::new(0), tools: Mutex::new(HashMap::new()) }
+    fn new(runner: &'a Runner, run_id: String, session_key: String, correlation_id: String) -> Self {
+        Self { runner, run_id, session_key, correlation_id, seq: AtomicU64::new(0), tools: Mutex::new(HashMap::new()) }
     }
 
     fn publish(&self, kind: TurnEventKind) {
@@ -223,6 +291,7 @@ impl<'a> Turn<'a> {
             session_key: self.session_key.clone(),
             seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             at_ms: unix_ms(&self.runner.agent),
+            correlation_id: self.correlation_id.clone(),
             kind,
         });
     }
@@ -238,7 +307,7 @@ impl<'a> Turn<'a> {
             }
         };
         let mut session = session.lock().await;
-        tracing::debug!(run = %self.run_id, session = %self.session_key, origin, "turn started");
+        tracing::debug!(run = %self.run_id, session = %self.session_key, correlation_id = %self.correlation_id, origin, "turn started");
         self.publish(TurnEventKind::Started {
             input: input.to_owned(),
             origin: origin.to_owned(),
@@ -248,7 +317,7 @@ impl<'a> Turn<'a> {
             self.publish(TurnEventKind::Aborted { partial: String::new(), duration: began.elapsed() });
             return;
         }
-        match agent.run_turn(&mut session, input, self, cancel).await {
+        match agent.run_turn_correlated(&mut session, input, self, cancel, &self.correlation_id).await {
             Ok(outcome) => {
                 let duration = began.elapsed();
                 let end = match outcome.status {

@@ -141,7 +141,8 @@ impl Session {
             EntryBody::Message { .. }
             | EntryBody::ToolCall { .. }
             | EntryBody::ToolResult { .. }
-            | EntryBody::Compaction { .. } => None,
+            | EntryBody::Compaction { .. }
+            | EntryBody::Delegate { .. } => None,
         })
     }
 
@@ -179,6 +180,7 @@ impl Session {
                     content: content.clone(),
                     is_error: *is_error,
                 }),
+                EntryBody::Delegate { .. } => raw.push(ChatMessage::User { content: delegate_note(&entry.body) }),
                 EntryBody::ModelChange { .. } | EntryBody::Compaction { .. } => {}
             }
         }
@@ -203,6 +205,15 @@ impl Session {
         let path = self.active_path();
         compacted_start(&path).1.map(str::to_owned)
     }
+}
+
+/// How the model sees a background sub-agent's result: a note in the user's place, marked
+/// so it is not mistaken for something the user typed.
+pub fn delegate_note(body: &EntryBody) -> String {
+    let EntryBody::Delegate { worker, agent, task, status, result, session } = body else { return String::new() };
+    format!(
+        "[Background result: {agent} worker {worker} {status} (its session: {session}). Not a user message; tell the user what it found.]\nTask: {task}\n\n{result}"
+    )
 }
 
 /// Heading of the synthetic message that carries a compaction summary.
@@ -350,6 +361,29 @@ mod tests {
         assert_eq!(history[1], ChatMessage::user("two"));
         assert_eq!(history[3], ChatMessage::user("three"));
         assert_eq!(session.turn_starts().len(), 2);
+    }
+
+    #[test]
+    fn a_background_result_is_a_marked_note_in_history() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "look it up in the background"), "t".into());
+        session.push(message(MessageRole::Assistant, "On it."), "t".into());
+        session.push(
+            EntryBody::Delegate {
+                worker: "ab12cd34".into(),
+                agent: "researcher".into(),
+                task: "find the release date".into(),
+                status: "done".into(),
+                result: "It shipped on 3 May.".into(),
+                session: "worker:researcher:ab12cd34".into(),
+            },
+            "t".into(),
+        );
+        let history = session.history();
+        assert_eq!(history.len(), 3);
+        let ChatMessage::User { content } = &history[2] else { panic!("{history:?}") };
+        assert!(content.starts_with("[Background result: researcher worker ab12cd34 done"), "{content}");
+        assert!(content.contains("worker:researcher:ab12cd34") && content.ends_with("It shipped on 3 May."));
     }
 
     #[test]

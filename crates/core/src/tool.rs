@@ -22,6 +22,9 @@ pub struct ToolContext {
     pub context: String,
     /// Cancelled when the user stops the turn; long tools must watch it.
     pub cancel: CancellationToken,
+    /// Id shared by everything one inbound user message causes (tool calls, delegated
+    /// agents, log lines); empty when the call has no such origin.
+    pub correlation_id: String,
 }
 
 /// A successful tool result.
@@ -29,12 +32,20 @@ pub struct ToolContext {
 pub struct ToolOutput {
     /// Text shown to the model.
     pub content: String,
+    /// True when the agent's turn ends with this result instead of another model call
+    /// (a sub-agent reporting its final outcome).
+    pub ends_turn: bool,
 }
 
 impl ToolOutput {
     /// Wraps text as a tool output.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into() }
+        Self { content: content.into(), ends_turn: false }
+    }
+
+    /// A result that ends the turn: `content` becomes the turn's reply.
+    pub fn final_text(content: impl Into<String>) -> Self {
+        Self { content: content.into(), ends_turn: true }
     }
 }
 
@@ -93,6 +104,29 @@ impl<T: Tool> DynTool for T {
         context: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(self.call(arguments, context))
+    }
+}
+
+/// Decides by name which tools an agent may see.
+pub type ToolFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// A source whose tools pass through a filter.
+struct FilteredSource {
+    inner: Arc<dyn DynToolSource>,
+    allow: ToolFilter,
+}
+
+impl DynToolSource for FilteredSource {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn tools_boxed(&self) -> BoxFuture<'_, Vec<Arc<dyn DynTool>>> {
+        Box::pin(async move {
+            let mut tools = self.inner.tools_boxed().await;
+            tools.retain(|tool| (self.allow)(&tool.spec().name));
+            tools
+        })
     }
 }
 
@@ -186,6 +220,30 @@ impl ToolRegistry {
         resolved
     }
 
+    /// The tools `allow` accepts; a source's tools are filtered when they are resolved.
+    pub fn filtered(&self, allow: ToolFilter) -> ToolRegistry {
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(name, _)| allow(name))
+            .map(|(name, tool)| (name.clone(), tool.clone()))
+            .collect();
+        let sources = self
+            .sources
+            .iter()
+            .map(|source| {
+                Arc::new(FilteredSource { inner: source.clone(), allow: allow.clone() }) as Arc<dyn DynToolSource>
+            })
+            .collect();
+        ToolRegistry { tools, sources }
+    }
+
+    /// The fixed tools only, without the run-time sources (an agent whose allowlist names
+    /// no MCP tool must not start MCP servers).
+    pub fn without_sources(&self) -> ToolRegistry {
+        ToolRegistry { tools: self.tools.clone(), sources: Vec::new() }
+    }
+
     /// Looks a tool up by name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
         self.tools.get(name)
@@ -255,5 +313,18 @@ mod tests {
         let resolved = registry.resolve().await;
         assert_eq!(resolved.names().collect::<Vec<_>>(), ["files__read_file", "read_file"]);
         assert!(!resolved.has_sources());
+    }
+
+    #[tokio::test]
+    async fn filtering_applies_to_fixed_tools_and_to_sources() {
+        let mut registry = ToolRegistry::new();
+        registry.register(Arc::new(Named("read_file")));
+        registry.register(Arc::new(Named("exec")));
+        registry.add_source(Arc::new(Source(vec!["files__read_text_file", "files__write"])));
+        let allow: ToolFilter = Arc::new(|name: &str| name == "read_file" || name == "files__read_text_file");
+        let filtered = registry.filtered(allow);
+        assert_eq!(filtered.names().collect::<Vec<_>>(), ["read_file"]);
+        let resolved = filtered.resolve().await;
+        assert_eq!(resolved.names().collect::<Vec<_>>(), ["files__read_text_file", "read_file"]);
     }
 }

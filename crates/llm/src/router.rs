@@ -254,7 +254,9 @@ mod tests {
     fn every_bad_model_id_is_named_by_key() {
         let mut config = config("");
         config.llm.fallbacks = vec!["nowhere/x".into(), "groq/llama".into(), "plain".into()];
-        config.agents.insert("coder".into(), AgentConfig { model: Some("mystery/model".into()), max_turns: None });
+        config
+            .agents
+            .insert("coder".into(), AgentConfig { model: Some("mystery/model".into()), ..AgentConfig::default() });
         let keys = issue_keys(Router::from_config(&config, &no_env));
         assert_eq!(keys, vec!["llm.model", "llm.fallbacks[0]", "llm.fallbacks[2]", "agents.coder.model"]);
     }

@@ -74,6 +74,7 @@ pub fn context(workspace: &Path) -> ToolContext {
         session_key: "test".into(),
         context: "owner".into(),
         cancel: CancellationToken::new(),
+        correlation_id: String::new(),
     }
 }
 

@@ -1,8 +1,9 @@
-//! What a sandbox costs per command: the `exec` tool running `true` unconfined, under
-//! landlock and under bubblewrap, p50 and p90 over many runs. Backends that don't work
-//! on this machine are reported and skipped.
+//! What a sandbox costs per command: the `exec` tool running `true` under landlock and
+//! under bubblewrap, each alternating with unconfined runs, p50 and p90. Backends that
+//! don't work on this machine are reported and skipped.
 //!
-//! `cargo bench -p squidbot-sandbox --bench spawn` (`SANDBOX_BENCH_RUNS` sets the count).
+//! `cargo bench -p squidbot-sandbox --bench spawn` (`SANDBOX_BENCH_RUNS` sets the rounds,
+//! `SANDBOX_BENCH_ONLY=landlock` or `bubblewrap` picks one backend).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, reason = "a benchmark fails loudly")]
 
@@ -59,13 +60,21 @@ fn main() {
         session_key: "bench".to_owned(),
         context: "owner".to_owned(),
         cancel: CancellationToken::new(),
+        correlation_id: String::new(),
     };
     let exec = |sandbox: Arc<dyn Sandbox>| {
         ExecTool::new(PathGuard::restricted_to_workspace(), &ExecConfig::default()).with_sandbox(sandbox)
     };
-    let mut names = vec!["unsandboxed"];
-    let mut tools = vec![exec(Arc::new(HostShell))];
+    let only = std::env::var("SANDBOX_BENCH_ONLY").unwrap_or_default();
+    println!(
+        "exec of `true`: per backend, {runs} rounds alternating with an unsandboxed run (after 10 warm-up runs each)"
+    );
+    // One backend at a time: bubblewrap's namespace teardown keeps the kernel busy after
+    // each run and would slow whatever runs next.
     for backend in [SandboxBackend::Landlock, SandboxBackend::Bubblewrap] {
+        if !only.is_empty() && only != backend.as_str() {
+            continue;
+        }
         let sandbox = LinuxSandbox::new(SandboxSettings {
             config: SandboxConfig { backend, ..SandboxConfig::default() },
             squidbot_home: home.join(".squidbot"),
@@ -78,19 +87,16 @@ fn main() {
             println!("{:<12} unavailable here: {reason}", backend.as_str());
             continue;
         }
-        names.push(backend.as_str());
-        tools.push(exec(Arc::new(sandbox)));
-    }
-    let samples = runtime.block_on(measure(&tools, &context, runs));
-    let baseline = percentile(&samples[0], 0.5);
-    println!("exec of `true`, {runs} interleaved rounds (after 10 warm-up runs each)");
-    for (name, samples) in names.iter().zip(&samples) {
-        let p50 = percentile(samples, 0.5);
+        let tools = [exec(Arc::new(HostShell)), exec(Arc::new(sandbox))];
+        let samples = runtime.block_on(measure(&tools, &context, runs));
+        let (baseline, sandboxed) = (percentile(&samples[0], 0.5), percentile(&samples[1], 0.5));
         println!(
-            "{name:<12} p50 {:>7.2} ms  p90 {:>7.2} ms  overhead at p50 {:>6.2} ms",
-            p50.as_secs_f64() * 1e3,
-            percentile(samples, 0.9).as_secs_f64() * 1e3,
-            (p50.as_secs_f64() - baseline.as_secs_f64()) * 1e3
+            "{:<12} p50 {:>6.2} ms  p90 {:>6.2} ms | unsandboxed p50 {:>5.2} ms | overhead at p50 {:>6.2} ms",
+            backend.as_str(),
+            sandboxed.as_secs_f64() * 1e3,
+            percentile(&samples[1], 0.9).as_secs_f64() * 1e3,
+            baseline.as_secs_f64() * 1e3,
+            (sandboxed.as_secs_f64() - baseline.as_secs_f64()) * 1e3
         );
     }
 }

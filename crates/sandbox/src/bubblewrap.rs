@@ -58,11 +58,14 @@ impl Mount {
 fn mounts(launch: &Launch) -> Vec<Mount> {
     let mut mounts = vec![Mount::Proc, Mount::Dev, Mount::Tmpfs(PathBuf::from("/tmp"))];
     let managed = |path: &Path| path.starts_with("/proc") || path.starts_with("/dev");
+    let hidden = canonical(&launch.hidden);
     let mut roots = Vec::new();
     for path in &launch.read_only {
-        if !managed(path) && path.exists() {
+        let resolved = path.canonicalize().unwrap_or_else(|_| path.clone());
+        // Hiding a read-only path outright wins over granting it.
+        if !managed(path) && path.exists() && !hidden.contains(&resolved) {
             mounts.push(Mount::ReadOnly(path.clone()));
-            roots.push(path.canonicalize().unwrap_or_else(|_| path.clone()));
+            roots.push(resolved);
         }
     }
     let mut writable = launch.read_write.clone();
@@ -73,7 +76,7 @@ fn mounts(launch: &Launch) -> Vec<Mount> {
             mounts.push(Mount::ReadWrite(path));
         }
     }
-    for secret in canonical(&launch.hidden) {
+    for secret in hidden {
         // Only what a bind makes visible needs masking; anything else does not exist
         // in the sandbox at all.
         if !roots.iter().any(|root| strictly_below(&secret, root)) {
@@ -89,12 +92,21 @@ fn mounts(launch: &Launch) -> Vec<Mount> {
     mounts
 }
 
+/// Who runs `bwrap`: root keeps every capability inside unless told to drop them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// Effective user id 0.
+    Root,
+    /// Anyone else (bwrap drops capabilities by itself).
+    User,
+}
+
 /// `bwrap` arguments up to and including `--`; the command follows.
 pub fn arguments(
     launch: &Launch,
     environment: &[(OsString, OsString)],
     seccomp_fds: &[i32],
-    as_root: bool,
+    caller: Caller,
 ) -> Vec<OsString> {
     let mut arguments: Vec<OsString> = Vec::new();
     let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
@@ -104,8 +116,9 @@ pub fn arguments(
     if launch.network {
         push(&[&"--share-net"]);
     }
-    if as_root {
-        push(&[&"--cap-drop", &"ALL"]);
+    match caller {
+        Caller::Root => push(&[&"--cap-drop", &"ALL"]),
+        Caller::User => {}
     }
     push(&[&"--clearenv"]);
     for (name, value) in environment {
@@ -187,13 +200,13 @@ mod tests {
     fn network_and_root_change_the_namespaces_and_capabilities() {
         let workspace = tempfile::tempdir().unwrap();
         let mut launch = launch(workspace.path().to_path_buf(), Vec::new());
-        let isolated = arguments(&launch, &[], &[3], false);
+        let isolated = arguments(&launch, &[], &[3], Caller::User);
         assert!(!isolated.contains(&OsString::from("--share-net")));
         assert!(!isolated.contains(&OsString::from("--cap-drop")));
         assert!(isolated.windows(2).any(|pair| pair == [OsString::from("--add-seccomp-fd"), OsString::from("3")]));
         assert_eq!(isolated.last(), Some(&OsString::from("--")));
         launch.network = true;
-        let networked = arguments(&launch, &[(OsString::from("LANG"), OsString::from("C"))], &[], true);
+        let networked = arguments(&launch, &[(OsString::from("LANG"), OsString::from("C"))], &[], Caller::Root);
         assert!(networked.contains(&OsString::from("--share-net")));
         assert!(networked.contains(&OsString::from("--cap-drop")));
         assert!(networked.windows(3).any(|triple| triple == ["--setenv", "LANG", "C"].map(OsString::from)));

@@ -28,7 +28,7 @@ pub fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
 /// The landlock rules: every existing root with its access, except that a root holding
 /// a hidden path is replaced by its entries (recursively), the hidden ones and symlinks
 /// left out. A root inside a hidden path is still granted: explicit grants (such as the
-/// workspace inside the home directory) win.
+/// workspace inside the home directory) win; a read-only root that is itself hidden is not.
 pub fn rules(read_only: &[PathBuf], read_write: &[PathBuf], hidden: &[PathBuf]) -> Vec<(PathBuf, Access)> {
     let hidden = canonical(hidden);
     let mut rules = Vec::new();
@@ -38,6 +38,11 @@ pub fn rules(read_only: &[PathBuf], read_write: &[PathBuf], hidden: &[PathBuf]) 
             let Ok(root) = root.canonicalize() else {
                 continue;
             };
+            // Hiding a read-only path outright wins over granting it; writable paths
+            // (the workspace) are always granted.
+            if access == Access::ReadOnly && hidden.contains(&root) {
+                continue;
+            }
             expand(&root, access, &hidden, &mut rules);
         }
     }
@@ -99,6 +104,15 @@ mod tests {
         std::fs::create_dir_all(&workspace).unwrap();
         let rules = rules(&[], std::slice::from_ref(&workspace), std::slice::from_ref(&home));
         assert_eq!(rules, [(workspace, Access::ReadWrite)]);
+    }
+
+    #[test]
+    fn a_hidden_read_only_root_is_dropped() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        assert!(rules(std::slice::from_ref(&root), &[], std::slice::from_ref(&root)).is_empty());
+        let writable = rules(&[], std::slice::from_ref(&root), std::slice::from_ref(&root));
+        assert_eq!(writable, [(root, Access::ReadWrite)]);
     }
 
     #[test]

@@ -159,8 +159,8 @@ fn bubblewrap(launch: &Launch) -> Result<HelperError, HelperError> {
     }
     let descriptors: Vec<i32> = readers.iter().map(AsRawFd::as_raw_fd).collect();
     let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let as_root = nix::unistd::geteuid().is_root();
-    let arguments = bubblewrap::arguments(launch, &environment, &descriptors, as_root);
+    let caller = if nix::unistd::geteuid().is_root() { bubblewrap::Caller::Root } else { bubblewrap::Caller::User };
+    let arguments = bubblewrap::arguments(launch, &environment, &descriptors, caller);
     if launch.report {
         report(&format!("bubblewrap program={}", program.display()))?;
     }

@@ -207,7 +207,8 @@ impl LinuxSandbox {
                 Ok(status) => {
                     let active = match backend {
                         SandboxBackend::Bubblewrap => Active::Bubblewrap(bubblewrap::find().unwrap_or_default()),
-                        _ => Active::Landlock,
+                        SandboxBackend::Landlock => Active::Landlock,
+                        SandboxBackend::Auto | SandboxBackend::None => continue,
                     };
                     reasons.push(format!("{} works ({status})", backend.as_str()));
                     let reason = if configured == SandboxBackend::Auto {
@@ -225,7 +226,9 @@ impl LinuxSandbox {
             SandboxBackend::Auto => {
                 Selection { active: Active::None, reason: format!("auto: nothing works ({reason})") }
             }
-            other => Selection { active: Active::Unavailable { backend: other, reason: reason.clone() }, reason },
+            SandboxBackend::Landlock | SandboxBackend::Bubblewrap | SandboxBackend::None => {
+                Selection { active: Active::Unavailable { backend: configured, reason: reason.clone() }, reason }
+            }
         }
     }
 

@@ -88,6 +88,7 @@ impl Fixture {
             session_key: "test".to_owned(),
             context: "owner".to_owned(),
             cancel: CancellationToken::new(),
+            correlation_id: String::new(),
         };
         Some(Fixture { _directories: directories, home, squidbot_home, workspace, outside, tool, context })
     }

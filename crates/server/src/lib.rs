@@ -3,6 +3,7 @@
 //! turn runs through one [`Runner`], whose event stream all of them read.
 
 mod auth;
+mod bus;
 mod health;
 mod limiter;
 mod metrics;
@@ -25,6 +26,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::Auth;
+pub use bus::AssistantRoute;
 
 /// What the gateway can show and change besides running turns. Everything is optional so
 /// a bare gateway (tests, benchmarks) needs only a runner.
@@ -44,6 +46,9 @@ pub struct Services {
     pub config: Value,
     /// Lists the skills with their availability, for `skills.list` (re-read each call).
     pub skills: Option<SkillLister>,
+    /// The agent bus: the assistant registers as its `assistant` route while the gateway
+    /// runs, and trigger files of live targets are delivered every second.
+    pub bus: Option<Arc<squidbot_bus::Bus>>,
 }
 
 /// Lists skills as JSON objects (`name`, `description`, `available`, `location`, ...).
@@ -178,6 +183,7 @@ pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: Cancell
             metered.metrics.record(&event);
         }
     });
+    let bus_task = bus::start(&gateway, shutdown.clone());
     let stopping = gateway.clone();
     let served = axum::serve(listener, router(gateway.clone()).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async move {
@@ -195,5 +201,10 @@ pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: Cancell
         tracing::warn!("some WebSocket clients did not close in time");
     }
     metrics_task.abort();
+    if let Some(task) = bus_task
+        && let Err(error) = task.await
+    {
+        tracing::warn!(%error, "the bus loop failed");
+    }
     served
 }

@@ -249,7 +249,7 @@ mod tests {
     use super::*;
 
     fn event(kind: TurnEventKind) -> TurnEvent {
-        TurnEvent { run_id: "r".into(), session_key: "s".into(), seq: 1, at_ms: 0, kind }
+        TurnEvent { run_id: "r".into(), session_key: "s".into(), seq: 1, at_ms: 0, correlation_id: String::new(), kind }
     }
 
     #[test]

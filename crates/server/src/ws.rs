@@ -8,8 +8,9 @@
 //! disconnected instead of buffering without limit.
 
 pub mod frame;
-mod methods;
+pub(crate) mod methods;
 mod translate;
+mod workers;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

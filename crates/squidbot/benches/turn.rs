@@ -73,7 +73,7 @@ fn settings(workspace: PathBuf, model: &str) -> AgentSettings {
 
 fn tools() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
-    for tool in squidbot_tools::builtin_tools(&ToolsConfig::default()) {
+    for tool in squidbot_tools::builtin_tools(&ToolsConfig::default(), Arc::new(squidbot_core::sandbox::HostShell)) {
         registry.register(tool);
     }
     registry

@@ -46,6 +46,9 @@ pub enum Command {
     /// Run the system jobs that are due now (TTL expiry, archival, bulletin, vectors).
     /// The REPL runs them on its own while it is open.
     Maintenance,
+    /// Send a message to an agent over the agent bus: through the running gateway, or
+    /// into the target's trigger file when no gateway answers.
+    Send(SendArgs),
     /// List, inspect and install skills.
     Skills {
         /// Which skills action.
@@ -135,6 +138,23 @@ pub enum MemoryAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `squidbot send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Who gets it: a role (assistant, worker, researcher, coder, memory, heartbeat, or
+    /// one of [agents.*]), user, an alias such as main, or a running agent's name.
+    pub target: String,
+    /// The text; it arrives as `(USER #N): [TAG] text`.
+    pub message: String,
+    /// Priority tag: ack ([ACK REQUIRED]), urgent ([URGENT], interrupts the target's
+    /// turn), fyi ([FYI]) or task ([TASK]).
+    #[arg(long, value_parser = ["ack", "urgent", "fyi", "task", "normal"])]
+    pub priority: Option<String>,
+    /// Print the delivery result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--json` for listings.

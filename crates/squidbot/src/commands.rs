@@ -7,6 +7,7 @@ mod gateway;
 mod memory;
 mod onboard;
 mod repl;
+mod send;
 mod sessions;
 mod skills;
 mod status;
@@ -49,6 +50,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         Command::Memory { action } => {
             let environment = Environment::load()?;
             runtime.block_on(memory::run(&environment, action)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Send(arguments) => {
+            let environment = Environment::load()?;
+            runtime.block_on(send::run(&environment, &arguments))
         }
         Command::Skills { action } => {
             let environment = Environment::load()?;

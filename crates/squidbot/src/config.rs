@@ -148,6 +148,7 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
             issues.push(ConfigIssue { key: format!("agents.{role}.max_turns"), problem: "must be at least 1".into() });
         }
     }
+    issues.extend(crate::agents::issues(config));
     if crate::housekeeping::parse_duration(&config.sessions.archive_after).is_none() {
         issues.push(ConfigIssue {
             key: "sessions.archive_after".into(),
@@ -171,6 +172,7 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
         issues.push(ConfigIssue { key: "tools.exec.timeout_secs".into(), problem: "must be at least 1".into() });
     }
     issues.extend(password_issue(&config.gateway.auth));
+    issues.extend(crate::bus::issue(config));
     if let Err(mcp_issues) = squidbot_mcp::check(&config.mcp) {
         issues.extend(mcp_issues.into_iter().map(|issue| ConfigIssue { key: issue.key, problem: issue.problem }));
     }

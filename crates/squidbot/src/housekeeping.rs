@@ -147,7 +147,9 @@ impl Housekeeping {
             transcript = transcript[start..].to_owned();
         }
         let mut saved = 0;
-        if !transcript.trim().is_empty() {
+        // A sub-agent's transcript is tool work whose result is already in its owner's
+        // session (which is mined in turn): archive it without another model call.
+        if !transcript.trim().is_empty() && !squidbot_core::delegation::is_worker_session(key) {
             let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
             let output = compactor::summarize(
                 self.provider.as_ref(),

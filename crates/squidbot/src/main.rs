@@ -1,5 +1,7 @@
 //! The `squidbot` binary: parses the command line and runs the chosen command.
 
+mod agents;
+mod bus;
 mod cli;
 mod commands;
 mod config;

@@ -63,6 +63,11 @@ impl Paths {
         self.home.join("bundled-skills").join(squidbot_skills::BUNDLED_VERSION)
     }
 
+    /// Trigger files of the agent bus: messages waiting for a target that is not running.
+    pub fn triggers(&self) -> std::path::PathBuf {
+        self.home.join("triggers")
+    }
+
     /// Log files kept beside the database (`skills-install.jsonl`).
     pub fn logs(&self) -> PathBuf {
         self.home.join("logs")

@@ -7,9 +7,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use squidbot_core::agent::{Agent, AgentSettings, CompactionSettings};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::compactor::CompactionPolicy;
-use squidbot_core::context::{PromptSections, RuntimeInfo};
+use squidbot_core::context::{DELEGATION_PROMPT, PromptSections, RuntimeInfo, SPAWN_PROMPT};
+use squidbot_core::delegation::{
+    CancelWorkerTool, DelegateTool, Delegator, RoleAgent, SetStatusTool, SpawnTool, WorkerPool, roles,
+};
 use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments};
-use squidbot_core::tool::ToolRegistry;
+use squidbot_core::store::DynSessionStore;
+use squidbot_core::tool::{ToolFilter, ToolRegistry};
 use squidbot_llm::Router;
 use squidbot_mcp::McpManager;
 use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
@@ -18,7 +22,7 @@ use squidbot_store::{
     BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteMemoryStore,
     SqliteSessionIndex,
 };
-use squidbot_types::config::{Config, DEFAULT_MAX_TURNS};
+use squidbot_types::config::{Config, RoleSandbox};
 
 use crate::housekeeping::{Housekeeping, parse_duration};
 use crate::indexed_sessions::IndexedSessionStore;
@@ -46,6 +50,7 @@ pub struct Environment {
     pub loaded: LoadedConfig,
     database: OnceLock<Database>,
     sandbox: OnceLock<Arc<LinuxSandbox>>,
+    bus: OnceLock<Arc<squidbot_bus::Bus>>,
 }
 
 impl Environment {
@@ -54,7 +59,7 @@ impl Environment {
         let paths = Paths::from_env()?;
         let loaded = config_loader::load(&paths.config)?;
         logging::init(&loaded.config.logging, config_loader::secret_values(&loaded.config));
-        Ok(Self { paths, loaded, database: OnceLock::new(), sandbox: OnceLock::new() })
+        Ok(Self { paths, loaded, database: OnceLock::new(), sandbox: OnceLock::new(), bus: OnceLock::new() })
     }
 
     /// The database, opened once per process.
@@ -64,6 +69,16 @@ impl Environment {
         }
         let database = Database::open(&self.paths.database())?;
         Ok(self.database.get_or_init(|| database).clone())
+    }
+
+    /// The agent bus, built once per process (the gateway registers its routes on it).
+    pub fn bus(&self) -> Result<Arc<squidbot_bus::Bus>> {
+        if let Some(bus) = self.bus.get() {
+            return Ok(bus.clone());
+        }
+        let journal = Arc::new(squidbot_store::SqliteBusJournal::new(self.database()?));
+        let bus = crate::bus::build(self.config(), self.paths.triggers(), journal)?;
+        Ok(self.bus.get_or_init(|| bus).clone())
     }
 
     /// The embedder from `memory.embedding_model`, if configured.
@@ -189,17 +204,27 @@ impl Environment {
         })
     }
 
-    /// The tool set of the assistant: files, shell, memory and web, plus the tools of the
-    /// MCP servers, which start on the first turn that needs them.
+    /// Skill directories outside the workspace that the reading file tools may reach.
+    pub fn skill_read_roots(&self) -> Vec<std::path::PathBuf> {
+        let catalog = self.skill_catalog();
+        let roots = catalog.roots();
+        roots.bundled.iter().chain(&roots.extra).chain(&roots.user).cloned().collect()
+    }
+
+    /// The tool set of the assistant: files, shell, memory, web and `send`, plus the tools
+    /// of the MCP servers, which start on the first turn that needs them.
     pub fn tools(&self, memories: &Memories) -> Result<ToolRegistry> {
         let mut registry = ToolRegistry::new();
         let memory_tools =
             squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
         let web_tools = squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok())?;
-        let builtin = squidbot_tools::builtin_tools_sandboxed(&self.config().tools, self.sandbox());
+        let builtin =
+            squidbot_tools::builtin_tools_reading(&self.config().tools, self.sandbox(), self.skill_read_roots());
         for tool in builtin.into_iter().chain(memory_tools).chain(web_tools) {
             registry.register(tool);
         }
+        let sender = squidbot_bus::Sender::role(ASSISTANT_ROLE);
+        registry.register(Arc::new(squidbot_tools::SendTool::new(self.bus()?, sender)));
         if let Some(mcp) = self.mcp()? {
             registry.add_source(mcp);
         }
@@ -210,7 +235,13 @@ impl Environment {
     /// helper; the backend is probed on first use, once per process. Commands see the
     /// skill directories read-only and nothing else of `$SQUIDBOT_HOME` but the workspace.
     pub fn sandbox(&self) -> Arc<LinuxSandbox> {
-        let sandbox = self.sandbox.get_or_init(|| {
+        let sandbox = self.sandbox.get_or_init(|| self.new_sandbox(self.config().sandbox.clone()));
+        Arc::clone(sandbox)
+    }
+
+    /// A sandbox enforcing `policy` instead of `[sandbox]` (a role's own policy).
+    fn new_sandbox(&self, policy: squidbot_types::sandbox::SandboxConfig) -> Arc<LinuxSandbox> {
+        {
             let helper = std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("/proc/self/exe"));
             let mut skills = vec![self.paths.bundled_skills(), self.paths.user_skills()];
             skills.extend(self.config().skills.extra_dirs.iter().map(|directory| match directory.to_str() {
@@ -218,15 +249,26 @@ impl Environment {
                 None => self.paths.home.join(directory),
             }));
             Arc::new(LinuxSandbox::new(SandboxSettings {
-                config: self.config().sandbox.clone(),
+                config: policy,
                 squidbot_home: self.paths.home.clone(),
                 private_files: vec![self.paths.config.clone()],
                 user_home: std::env::var_os("HOME").filter(|home| !home.is_empty()).map(std::path::PathBuf::from),
                 extra_read_only: skills,
                 helper,
             }))
-        });
-        Arc::clone(sandbox)
+        }
+    }
+
+    /// The sandbox a role's commands run in.
+    fn role_sandbox(&self, policy: &RoleSandbox) -> Arc<LinuxSandbox> {
+        match policy {
+            RoleSandbox::Backend(backend) => {
+                let mut config = self.config().sandbox.clone();
+                config.backend = *backend;
+                self.new_sandbox(config)
+            }
+            RoleSandbox::Policy(config) => self.new_sandbox(config.clone()),
+        }
     }
 
     /// The servers of `[mcp]`, checked but not started; `None` when none is enabled.
@@ -242,7 +284,13 @@ impl Environment {
     /// to a session when the model can't be called (unknown provider, missing key).
     pub fn ready_assistant(&self, override_model: Option<&str>, stream: bool, channel: &str) -> Result<Agent> {
         let model = self.assistant_model(override_model)?;
-        self.router()?.check_model(&model)?;
+        let router = self.router()?;
+        router.check_model(&model)?;
+        for (role, agent) in &self.config().agents {
+            if let Some(model) = agent.model.as_deref().filter(|_| role != ASSISTANT_ROLE) {
+                router.check_model(model).with_context(|| format!("agents.{role}.model"))?;
+            }
+        }
         self.assistant(override_model, stream, channel)
     }
 
@@ -255,11 +303,16 @@ impl Environment {
         let workspace = self.workspace();
         std::fs::create_dir_all(&workspace)
             .with_context(|| format!("can't create the workspace {}", workspace.display()))?;
-        let max_turns =
-            config.agents.get(ASSISTANT_ROLE).and_then(|agent| agent.max_turns).unwrap_or(DEFAULT_MAX_TURNS);
+        let mut problems = crate::agents::issues(config);
+        problems.extend(crate::agents::prompt_file_issues(config, &workspace));
+        if !problems.is_empty() {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            bail!("invalid config {}: {}", self.paths.config.display(), lines.join("; "));
+        }
+        let role = crate::agents::resolve(config, ASSISTANT_ROLE, &workspace)?;
         let settings = AgentSettings {
             model,
-            max_turns,
+            max_turns: role.max_turns,
             max_tokens: config.llm.max_tokens,
             temperature: config.llm.temperature,
             context_window,
@@ -293,18 +346,105 @@ impl Environment {
         } else {
             Arc::new(memory_sections)
         };
-        Ok(Agent::new(
-            Arc::new(router),
-            self.tools(&memories)?,
-            Arc::new(self.session_store()?),
-            Arc::new(FsWorkspace::new(workspace)),
-            Arc::new(SystemClock),
-            settings,
-        )
-        .with_compaction(compaction)
-        .with_sections(sections)
-        .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config))))
+        let router = Arc::new(router);
+        let store: Arc<dyn DynSessionStore> = Arc::new(self.session_store()?);
+        let catalogue = self.tools(&memories)?;
+        let delegator = self.delegator(&router, &store, &catalogue, channel)?;
+        let mut tools = allowed_tools(&catalogue, &role.tools);
+        let mut profile = role.profile;
+        let allowed = |tool: &str| role.tools.iter().any(|name| name == tool);
+        if allowed(roles::DELEGATE) {
+            tools.register(Arc::new(DelegateTool::new(delegator.clone())));
+            profile.notes.push(DELEGATION_PROMPT);
+            profile.roles = delegator.roles_prompt();
+        }
+        if allowed(roles::SPAWN) {
+            tools.register(Arc::new(SpawnTool::new(delegator.clone(), roles::WORKER)));
+            profile.notes.push(SPAWN_PROMPT);
+        }
+        if allowed(roles::CANCEL_WORKER) {
+            tools.register(Arc::new(CancelWorkerTool::new(delegator.clone())));
+        }
+        Ok(Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings)
+            .with_compaction(compaction)
+            .with_sections(sections)
+            .with_prompt_profile(profile)
+            .with_delegation(delegator)
+            .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config))))
     }
+
+    /// The sub-agent roles (every role but the assistant), each an agent with its model,
+    /// its allowlisted tools plus `set_status`, its prompt and timeout, sharing the
+    /// assistant's provider router, session store and tool instances (so MCP servers start
+    /// once). The worker pool lives as long as the assistant.
+    fn delegator(
+        &self,
+        router: &Arc<Router>,
+        store: &Arc<dyn DynSessionStore>,
+        catalogue: &ToolRegistry,
+        channel: &str,
+    ) -> Result<Arc<Delegator>> {
+        let config = self.config();
+        let workspace = self.workspace();
+        let files = Arc::new(FsWorkspace::new(workspace.clone()));
+        let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config));
+        let pool = Arc::new(WorkerPool::new());
+        let mut delegator = Delegator::new(pool.clone(), crate::agents::max_workers(config));
+        for name in crate::agents::names(config).into_iter().filter(|name| name != ASSISTANT_ROLE) {
+            let model = config
+                .agents
+                .get(&name)
+                .and_then(|agent| agent.model.clone())
+                .unwrap_or_else(|| config.llm.model.clone());
+            let role = crate::agents::resolve(config, &name, &workspace)?;
+            let mut tools = match &role.sandbox {
+                None => allowed_tools(catalogue, &role.tools),
+                Some(policy) => {
+                    let mut own = catalogue.clone();
+                    for tool in squidbot_tools::builtin_tools(&config.tools, self.role_sandbox(policy)) {
+                        own.register(tool);
+                    }
+                    allowed_tools(&own, &role.tools)
+                }
+            };
+            tools.register(Arc::new(SetStatusTool::new(pool.clone())));
+            tracing::debug!(role = %name, tools = ?tools, "sub-agent role");
+            let settings = AgentSettings {
+                context_window: router.context_window(&model).unwrap_or(config.llm.context_window),
+                model,
+                max_turns: role.max_turns,
+                max_tokens: config.llm.max_tokens,
+                temperature: config.llm.temperature,
+                stream: false,
+                workspace: workspace.clone(),
+                runtime: RuntimeInfo {
+                    name: assistant_name(&workspace),
+                    workspace: workspace.display().to_string(),
+                    date: today(),
+                    os: std::env::consts::OS.to_owned(),
+                    model: String::new(),
+                    channel: format!("{channel} (delegated)"),
+                },
+                context: OWNER_CONTEXT.to_owned(),
+            };
+            let agent =
+                Agent::new(router.clone(), tools, store.clone(), files.clone(), Arc::new(SystemClock), settings)
+                    .with_prompt_profile(role.profile)
+                    .with_leak_scanner(leaks.clone());
+            let summary = roles::summary(&name);
+            delegator = delegator.with_role(name, RoleAgent { agent: Arc::new(agent), timeout: role.timeout, summary });
+        }
+        Ok(Arc::new(delegator))
+    }
+}
+
+/// The tools of `catalogue` an allowlist admits (`mcp` admits every MCP tool). Without
+/// an MCP entry the MCP servers are left out altogether, so they never start for it.
+fn allowed_tools(catalogue: &ToolRegistry, names: &[String]) -> ToolRegistry {
+    let wants_mcp = names.iter().any(|name| name == roles::MCP_TOOLS || name.contains("__"));
+    let names = names.to_vec();
+    let filter: ToolFilter = Arc::new(move |tool: &str| roles::allows(&names, tool));
+    if wants_mcp { catalogue.filtered(filter) } else { catalogue.without_sources().filtered(filter) }
 }
 
 /// Today's date in the local zone.

@@ -1,8 +1,9 @@
 //! squidbot-store: storage adapters for core's ports — SQLite (memories, session
-//! index, bulletin cache, job ledger), JSONL session tree files, per-context memory
+//! index, bulletin cache, job ledger, bus journal), JSONL session tree files, per-context memory
 //! documents and the filesystem workspace.
 
 mod bulletin;
+mod bus_journal;
 mod database;
 mod job_ledger;
 mod jsonl;
@@ -13,6 +14,7 @@ mod session_index;
 mod workspace;
 
 pub use bulletin::{Bulletin, BulletinCache};
+pub use bus_journal::SqliteBusJournal;
 pub use database::{APPLICATION_ID, Database, DatabaseError, SCHEMA_VERSION};
 pub use job_ledger::{JobLedger, JobRun};
 pub use jsonl::JsonlSessionStore;

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] fail loudly")]
 
+#[path = "store/bus_journal.rs"]
+mod bus_journal;
 #[path = "store/crash.rs"]
 mod crash;
 #[path = "store/database.rs"]

@@ -157,9 +157,10 @@ impl ExecTool {
         };
         match ending {
             // Children that sent their output elsewhere (`server > log 2>&1 &`) were
-            // detached on purpose: leave them running (a sandbox stops them when its
-            // lease goes at the end of the call).
-            Ending::Exited { left_running: false, .. } => guard.disarm(),
+            // detached on purpose: leave them running on the host. A sandbox's processes
+            // end with the call (background jobs are the way to keep something running).
+            Ending::Exited { left_running: false, .. } if lease.is_none() => guard.disarm(),
+            Ending::Exited { left_running: false, .. } => guard.kill(),
             Ending::Exited { left_running: true, .. }
             | Ending::TimedOut
             | Ending::Cancelled

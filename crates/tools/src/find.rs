@@ -45,7 +45,7 @@ impl FindTool {
             .compile_matcher();
         let target = if arguments.pattern.contains('/') { MatchAgainst::RelativePath } else { MatchAgainst::Name };
         let shown = arguments.path.as_deref().unwrap_or(".");
-        let root = self.guard.resolve(shown, &context.workspace, "search")?;
+        let root = self.guard.resolve_for_reading(shown, &context.workspace, "search")?;
         let metadata = tokio::fs::metadata(&root).await.map_err(|error| io_refusal("search", shown, &error))?;
         if !metadata.is_dir() {
             return Err(ToolError::RespondToModel(format!("can't search {shown}: it is not a directory")));

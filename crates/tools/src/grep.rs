@@ -62,7 +62,7 @@ impl GrepTool {
             None => None,
         };
         let shown = arguments.path.as_deref().unwrap_or(".");
-        let root = self.guard.resolve(shown, &context.workspace, "search")?;
+        let root = self.guard.resolve_for_reading(shown, &context.workspace, "search")?;
         let metadata = tokio::fs::metadata(&root).await.map_err(|error| io_refusal("search", shown, &error))?;
         let search =
             Search { regex, filter, relativizer: Relativizer::new(&context.workspace), cancel: context.cancel.clone() };

@@ -1,5 +1,5 @@
-//! squidbot's built-in tools: reading, writing, editing and searching files, the shell, and
-//! long-term memory.
+//! squidbot's built-in tools: reading, writing, editing and searching files, the shell,
+//! long-term memory, and `send` on the agent bus.
 
 mod atomic;
 pub mod edit_file;
@@ -13,12 +13,13 @@ pub mod read_file;
 pub mod safety;
 mod scan;
 mod schema;
+pub mod send;
 pub mod write_file;
 
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use squidbot_core::sandbox::{HostShell, Sandbox};
+use squidbot_core::sandbox::Sandbox;
 use squidbot_core::tool::{DynTool, ToolError, parse_arguments};
 use squidbot_types::config::ToolsConfig;
 
@@ -31,24 +32,31 @@ pub use memory::{MemoryDeleteTool, MemoryRecallTool, MemorySaveTool, MemoryWrite
 pub use path_guard::PathGuard;
 pub use read_file::ReadFileTool;
 pub use safety::{CommandPolicy, PolicyError, Refusal, Rule};
+pub use send::SendTool;
 pub use write_file::WriteFileTool;
 
 /// The seven built-in tools (`read_file`, `write_file`, `edit_file`, `list_dir`, `grep`,
-/// `find`, `exec`) configured from `[tools]`, with `exec` running commands unconfined.
-pub fn builtin_tools(config: &ToolsConfig) -> Vec<Arc<dyn DynTool>> {
-    builtin_tools_sandboxed(config, Arc::new(HostShell))
+/// `find`, `exec`) configured from `[tools]`, with `exec` running commands through
+/// `sandbox` (there is no default: running unconfined takes an explicit `HostShell`).
+pub fn builtin_tools(config: &ToolsConfig, sandbox: Arc<dyn Sandbox>) -> Vec<Arc<dyn DynTool>> {
+    builtin_tools_reading(config, sandbox, Vec::new())
 }
 
-/// [`builtin_tools`] with `exec` running commands through `sandbox`.
-pub fn builtin_tools_sandboxed(config: &ToolsConfig, sandbox: Arc<dyn Sandbox>) -> Vec<Arc<dyn DynTool>> {
-    let guard = PathGuard::from_config(config);
+/// Like [`builtin_tools`], with directories outside the workspace that the reading tools
+/// (`read_file`, `list_dir`, `grep`, `find`) may reach, e.g. the skills' directories.
+pub fn builtin_tools_reading(
+    config: &ToolsConfig,
+    sandbox: Arc<dyn Sandbox>,
+    read_roots: Vec<std::path::PathBuf>,
+) -> Vec<Arc<dyn DynTool>> {
+    let guard = PathGuard::from_config(config).with_read_roots(read_roots);
     vec![
-        Arc::new(ReadFileTool::new(guard)),
-        Arc::new(WriteFileTool::new(guard)),
-        Arc::new(EditFileTool::new(guard)),
-        Arc::new(ListDirTool::new(guard)),
-        Arc::new(GrepTool::new(guard)),
-        Arc::new(FindTool::new(guard)),
+        Arc::new(ReadFileTool::new(guard.clone())),
+        Arc::new(WriteFileTool::new(guard.clone())),
+        Arc::new(EditFileTool::new(guard.clone())),
+        Arc::new(ListDirTool::new(guard.clone())),
+        Arc::new(GrepTool::new(guard.clone())),
+        Arc::new(FindTool::new(guard.clone())),
         Arc::new(ExecTool::new(guard, &config.exec).with_sandbox(sandbox)),
     ]
 }
@@ -92,7 +100,7 @@ mod tests {
 
     #[test]
     fn all_seven_specs_fit_the_budget() {
-        let tools = builtin_tools(&ToolsConfig::default());
+        let tools = builtin_tools(&ToolsConfig::default(), Arc::new(squidbot_core::sandbox::HostShell));
         let size = tool_specs_size(&tools);
         for tool in &tools {
             let spec = tool.spec();
@@ -110,7 +118,7 @@ mod tests {
 
     #[test]
     fn only_writers_mutate() {
-        let tools = builtin_tools(&ToolsConfig::default());
+        let tools = builtin_tools(&ToolsConfig::default(), Arc::new(squidbot_core::sandbox::HostShell));
         let mutating: Vec<String> = tools.iter().filter(|tool| tool.mutates()).map(|tool| tool.spec().name).collect();
         assert_eq!(mutating, ["write_file", "edit_file", "exec"]);
     }

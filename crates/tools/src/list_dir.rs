@@ -32,7 +32,7 @@ impl ListDirTool {
 
     async fn list(&self, arguments: ListDirArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let shown = arguments.path.as_deref().unwrap_or(".");
-        let path = self.guard.resolve(shown, &context.workspace, "list")?;
+        let path = self.guard.resolve_for_reading(shown, &context.workspace, "list")?;
         let metadata = tokio::fs::metadata(&path).await.map_err(|error| io_refusal("list", shown, &error))?;
         if !metadata.is_dir() {
             return Err(ToolError::RespondToModel(format!("can't list {shown}: it is a file; use read_file")));

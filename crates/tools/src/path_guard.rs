@@ -11,25 +11,63 @@ use crate::scan::Relativizer;
 
 /// Resolves paths the model gives against the workspace, refusing NUL bytes always and,
 /// when restricted, anything that would reach outside the workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathGuard {
     restrict_to_workspace: bool,
+    /// Directories outside the workspace that may be read (skills), never written.
+    read_roots: std::sync::Arc<[PathBuf]>,
 }
 
 impl PathGuard {
     /// A guard keeping every path inside the workspace.
     pub fn restricted_to_workspace() -> Self {
-        Self { restrict_to_workspace: true }
+        Self { restrict_to_workspace: true, read_roots: std::sync::Arc::new([]) }
     }
 
     /// A guard that only refuses malformed paths (NUL bytes).
     pub fn unrestricted() -> Self {
-        Self { restrict_to_workspace: false }
+        Self { restrict_to_workspace: false, read_roots: std::sync::Arc::new([]) }
     }
 
     /// The guard `[tools] restrict_to_workspace` asks for.
     pub fn from_config(config: &ToolsConfig) -> Self {
         if config.restrict_to_workspace { Self::restricted_to_workspace() } else { Self::unrestricted() }
+    }
+
+    /// Also lets reads (never writes) reach these directories, e.g. the skills'.
+    /// Roots that don't exist yet (bundled skills are written on first use) count once
+    /// they do.
+    pub fn with_read_roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.read_roots = roots.into();
+        self
+    }
+
+    /// Like [`PathGuard::resolve`] for reading: a path inside one of the read roots is
+    /// allowed too (relative paths still start at the workspace).
+    pub fn resolve_for_reading(&self, raw: &str, workspace: &Path, action: &str) -> Result<PathBuf, ToolError> {
+        let refusal = match self.resolve(raw, workspace, action) {
+            Ok(path) => return Ok(path),
+            Err(refusal) => refusal,
+        };
+        let requested = Path::new(raw);
+        if self.read_roots.is_empty()
+            || !requested.is_absolute()
+            || requested.components().any(|component| component == Component::ParentDir)
+        {
+            return Err(refusal);
+        }
+        match requested.canonicalize() {
+            Ok(canonical)
+                if self
+                    .read_roots
+                    .iter()
+                    .filter_map(|root| root.canonicalize().ok())
+                    .any(|root| canonical.starts_with(root)) =>
+            {
+                Ok(canonical)
+            }
+            _ => Err(refusal),
+        }
     }
 
     /// True when paths must stay inside the workspace.
@@ -128,6 +166,21 @@ mod tests {
             Err(ToolError::RespondToModel(text)) => text,
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn read_roots_allow_reading_but_not_writing_outside_the_workspace() {
+        let workspace = tempfile::tempdir().unwrap();
+        let skills = tempfile::tempdir().unwrap();
+        std::fs::write(skills.path().join("SKILL.md"), "x").unwrap();
+        let file = skills.path().join("SKILL.md");
+        let file = file.to_str().unwrap();
+        let guard = PathGuard::restricted_to_workspace().with_read_roots(vec![skills.path().to_path_buf()]);
+        assert!(guard.resolve_for_reading(file, workspace.path(), "read").is_ok());
+        message(guard.resolve(file, workspace.path(), "write"));
+        let escape = format!("{}/../x", skills.path().display());
+        message(guard.resolve_for_reading(&escape, workspace.path(), "read"));
+        message(PathGuard::restricted_to_workspace().resolve_for_reading(file, workspace.path(), "read"));
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl ReadFileTool {
 
     async fn read(&self, arguments: ReadFileArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let shown = arguments.path.as_str();
-        let path = self.guard.resolve(shown, &context.workspace, "read")?;
+        let path = self.guard.resolve_for_reading(shown, &context.workspace, "read")?;
         let metadata = tokio::fs::metadata(&path).await.map_err(|error| io_refusal("read", shown, &error))?;
         if metadata.is_dir() {
             return Err(ToolError::RespondToModel(format!("can't read {shown}: it is a directory; use list_dir")));

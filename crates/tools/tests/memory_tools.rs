@@ -44,6 +44,7 @@ impl Fixture {
             session_key: format!("{context}-session"),
             context: context.to_owned(),
             cancel: CancellationToken::new(),
+            correlation_id: String::new(),
         };
         tool.call_boxed(arguments, &context).await
     }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use squidbot_core::sandbox::HostShell;
 use squidbot_core::tool::{DynTool, ToolContext, ToolError, ToolOutput};
 use squidbot_tools::builtin_tools;
 use squidbot_types::config::ToolsConfig;
@@ -34,8 +35,9 @@ impl Fixture {
             session_key: "test".to_owned(),
             context: "owner".to_owned(),
             cancel: CancellationToken::new(),
+            correlation_id: String::new(),
         };
-        Self { tools: builtin_tools(config), directory, context }
+        Self { tools: builtin_tools(config, Arc::new(HostShell)), directory, context }
     }
 
     fn path(&self) -> &Path {
@@ -416,7 +418,7 @@ impl squidbot_core::sandbox::Sandbox for OutputLimited {
 #[tokio::test]
 async fn exec_stops_a_command_past_the_sandbox_output_limit() {
     let mut fixture = Fixture::new();
-    fixture.tools = squidbot_tools::builtin_tools_sandboxed(&ToolsConfig::default(), Arc::new(OutputLimited(100_000)));
+    fixture.tools = builtin_tools(&ToolsConfig::default(), Arc::new(OutputLimited(100_000)));
     let started = Instant::now();
     let output = fixture.ok("exec", json!({"command": "yes", "timeout": 30})).await;
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());

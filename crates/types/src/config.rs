@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
+mod bus;
 mod web;
 
+pub use bus::{BusConfig, DEFAULT_ACK_TIMEOUT_MS, DEFAULT_STALE_AFTER_SECS};
 pub use web::{
     DEFAULT_BRAVE_API_KEY_ENV, DEFAULT_BRAVE_URL, DEFAULT_DUCKDUCKGO_URL, DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_WEB_TIMEOUT_SECS, SearchBackend, WebConfig,
@@ -42,6 +44,8 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// How commands the model runs are confined.
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// The agent bus.
+    pub bus: BusConfig,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <
@@ -290,7 +294,9 @@ pub struct ProviderConfig {
     pub context_window: Option<u32>,
 }
 
-/// `[agents.<role>]`: settings of one agent role.
+/// `[agents.<role>]`: settings of one agent role. The built-in roles (`assistant`,
+/// `worker`, `researcher`, `coder`, `memory`, `heartbeat`) exist without a section; any
+/// other name defines a new role that starts from `worker`'s defaults.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
@@ -298,10 +304,68 @@ pub struct AgentConfig {
     pub model: Option<String>,
     /// Model calls per user turn before the agent stops and says so.
     pub max_turns: Option<u32>,
+    /// Workspace files put into the system prompt, in order. Unset: the assistant reads
+    /// every bootstrap file, sub-agents only `AGENTS.md` and `ENVIRONMENT.md`.
+    pub bootstrap: Option<Vec<String>>,
+    /// A file (relative to the workspace, or absolute) appended to the system prompt.
+    pub system_prompt_file: Option<String>,
+    /// Text appended to the system prompt after `system_prompt_file`.
+    pub system_prompt: Option<String>,
+    /// Tools this role may call, by name (`mcp` stands for every MCP tool,
+    /// `<server>__<tool>` for one). Unset: the role's defaults.
+    pub tools: Option<Vec<String>>,
+    /// Seconds a sub-agent may run before it is stopped and reported failed.
+    pub timeout_secs: Option<u64>,
+    /// How this role's commands are confined, instead of `[sandbox]`.
+    pub sandbox: Option<RoleSandbox>,
+    /// Assistant only: `delegate` (tool work goes to sub-agents) or `direct` (the
+    /// assistant holds the tools itself, plus `spawn`).
+    pub mode: Option<AssistantMode>,
+    /// Assistant only: sub-agents one session may have running at once.
+    pub max_workers: Option<usize>,
 }
 
 /// Default for `agents.<role>.max_turns`.
 pub const DEFAULT_MAX_TURNS: u32 = 20;
+
+/// Default for `agents.<role>.timeout_secs` of sub-agents.
+pub const DEFAULT_AGENT_TIMEOUT_SECS: u64 = 300;
+
+/// Default for `agents.assistant.max_workers`.
+pub const DEFAULT_MAX_WORKERS: usize = 4;
+
+/// How the assistant gets tool work done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AssistantMode {
+    /// The assistant hands tool work to sub-agents with `delegate`; its own context holds
+    /// conclusions, not tool traces.
+    #[default]
+    Delegate,
+    /// Single-agent mode: the assistant calls the tools itself and may `spawn` a child.
+    Direct,
+}
+
+impl AssistantMode {
+    /// Name as written in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delegate => "delegate",
+            Self::Direct => "direct",
+        }
+    }
+}
+
+/// `agents.<role>.sandbox`: a backend name (`[sandbox]` with that backend) or a whole
+/// inline `[sandbox]`-shaped table that replaces `[sandbox]` for the role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RoleSandbox {
+    /// `sandbox = "none"`: the global policy with another backend.
+    Backend(crate::sandbox::SandboxBackend),
+    /// `[agents.<role>.sandbox]`: a policy of its own.
+    Policy(crate::sandbox::SandboxConfig),
+}
 
 /// `[tools]`: tool behaviour.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -114,6 +114,23 @@ pub enum EntryBody {
         /// `summary`, `aggressive` or `truncation` (no model call).
         method: String,
     },
+    /// A background sub-agent finished after the turn that started it; its result joins
+    /// the conversation as this distinct entry (the model sees it as a note in the user's
+    /// place). The sub-agent's own transcript is the session named by `session`.
+    Delegate {
+        /// The worker's id.
+        worker: String,
+        /// Its role (`researcher`).
+        agent: String,
+        /// The task it was given.
+        task: String,
+        /// How it ended: `done`, `failed` or `cancelled`.
+        status: String,
+        /// Its result, or why it failed.
+        result: String,
+        /// Key of the worker's own session.
+        session: String,
+    },
     /// The model used for the session changed.
     ModelChange {
         /// Model before the change.
@@ -131,6 +148,7 @@ impl EntryBody {
             Self::ToolCall { .. } => "tool_call",
             Self::ToolResult { .. } => "tool_result",
             Self::Compaction { .. } => "compaction",
+            Self::Delegate { .. } => "delegate",
             Self::ModelChange { .. } => "model_change",
         }
     }

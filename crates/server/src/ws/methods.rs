@@ -39,6 +39,10 @@ const METHODS: &[(&str, Access)] = &[
     ("memory.delete", Access::Write),
     ("memory.doc.get", Access::Read),
     ("memory.doc.set", Access::Write),
+    ("workers.list", Access::Read),
+    ("workers.cancel", Access::Write),
+    ("bus.send", Access::Write),
+    ("bus.health", Access::Read),
 ];
 
 /// Names advertised in `hello-ok`.
@@ -124,6 +128,10 @@ pub(super) async fn call(
         "memory.delete" => memory_delete(connection, params).await,
         "memory.doc.get" => memory_doc_get(connection),
         "memory.doc.set" => memory_doc_set(connection, params),
+        "bus.send" => crate::bus::send(&gateway, params).await,
+        "bus.health" => crate::bus::health(&gateway, params),
+        "workers.list" => super::workers::list(&gateway, params),
+        "workers.cancel" => super::workers::cancel(&gateway, params),
         other => Err(MethodError::invalid(format!("unknown method `{other}`"))),
     };
     Some(result)
@@ -150,6 +158,7 @@ async fn status(connection: &Connection) -> Value {
         "channelSummary": [],
         "usage": {"turns": turns, "inputTokens": input, "outputTokens": output},
         "sessionsOpen": gauges.open_sessions,
+        "workers": super::workers::summary(gateway),
         "activeRuns": gauges.active_runs,
         "wsConnections": gauges.ws_connections,
         "memory": memory,
@@ -253,6 +262,13 @@ async fn chat_history(connection: &mut Connection, params: &Map<String, Value>) 
                     MessageRole::Assistant => "assistant",
                 };
                 Some(json!({"role": role, "content": [{"type": "text", "text": content}], "timestamp": entry.timestamp, "id": entry.id}))
+            }
+            EntryBody::Delegate { worker, agent, status, result, session, .. } => {
+                let text = format!("[background {agent} {worker} {status}]\n{result}");
+                Some(json!({
+                    "role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": entry.timestamp,
+                    "id": entry.id, "background": {"workerId": worker, "status": status, "workerSession": session},
+                }))
             }
             _ => None,
         })

@@ -224,6 +224,20 @@ impl Connection {
                     self.respond(&request, Ok(payload));
                 }
             }
+            TurnEventKind::Background { worker_id, agent, status, text, worker_session } => {
+                // A message of its own outside any turn: a `chat` final the client shows
+                // like a reply, marked so it can tell it came from background work.
+                self.runs.views.remove(&event.run_id);
+                let extra = json!({
+                    "message": assistant_message(text, event.at_ms),
+                    "stopReason": "background",
+                    "background": {
+                        "workerId": worker_id, "agent": agent, "status": status, "workerSession": worker_session,
+                        "correlationId": event.correlation_id,
+                    },
+                });
+                self.chat_event(event, "final", extra);
+            }
             TurnEventKind::Failed { error, .. } => {
                 let request = self.runs.views.remove(&event.run_id).and_then(|view| view.request);
                 let error = error.clone();

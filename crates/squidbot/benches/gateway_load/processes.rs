@@ -71,19 +71,24 @@ pub fn spawn_listening(mut command: Command) -> Result<(Running, Duration)> {
     let mut child = command.stdout(Stdio::piped()).spawn().with_context(|| format!("can't start {command:?}"))?;
     let stdout = child.stdout.take().context("stdout is piped")?;
     let mut stdout = BufReader::new(stdout);
-    let mut line = String::new();
-    let read = stdout.read_line(&mut line);
-    let listening = started.elapsed();
-    let base = match (read, line.trim().strip_prefix("listening on ")) {
-        (Ok(_), Some(base)) => base.to_owned(),
-        (read, _) => {
-            if let Err(error) = child.kill() {
-                eprintln!("can't stop {command:?}: {error}");
-            }
-            bail!("{command:?} printed {line:?} instead of `listening on URL` ({read:?})");
+    // A wrapper (a profiler, say) may print lines of its own first.
+    let mut printed = Vec::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        match stdout.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
         }
-    };
-    Ok((Running { child, _stdout: stdout, base }, listening))
+        if let Some(base) = line.trim().strip_prefix("listening on ") {
+            let base = base.to_owned();
+            return Ok((Running { child, _stdout: stdout, base }, started.elapsed()));
+        }
+        printed.push(line);
+    }
+    if let Err(error) = child.kill() {
+        eprintln!("can't stop {command:?}: {error}");
+    }
+    bail!("{command:?} printed {printed:?} but no `listening on URL` line")
 }
 
 /// Starts the scripted provider with extra `options`, its stderr in `log`.

@@ -76,6 +76,7 @@ pub fn one_shot(
             }
         };
         if outcome.status != TurnStatus::Cancelled {
+            finish_background_work(&agent, &mut session, &cancel).await?;
             // The reply is out; a compaction started by this turn finishes before exit
             // (Ctrl-C abandons it: nothing is applied until it completes).
             tokio::select! {
@@ -86,4 +87,28 @@ pub fn one_shot(
         watcher.abort();
         Ok(code)
     })
+}
+
+/// A one-shot process would lose background sub-agents at exit: wait for them (Ctrl-C
+/// stops them), record their results in the session and print each after the reply.
+async fn finish_background_work(
+    agent: &squidbot_core::agent::Agent,
+    session: &mut squidbot_core::session::Session,
+    cancel: &CancellationToken,
+) -> Result<()> {
+    let Some(delegation) = agent.delegation() else { return Ok(()) };
+    let running = delegation.pool().owned_by(session.key()).iter().filter(|worker| !worker.state.is_terminal()).count();
+    if running > 0 {
+        eprintln!("waiting for {running} background sub-agent(s); Ctrl-C stops them");
+        delegation.wait_for_background(session.key(), cancel).await;
+        if cancel.is_cancelled() {
+            delegation.shutdown().await;
+        }
+    }
+    let results = agent.take_background_results(session).await?;
+    let mut stdout = std::io::stdout().lock();
+    for result in results {
+        writeln!(stdout, "\n{}", result.announcement())?;
+    }
+    Ok(())
 }

@@ -30,6 +30,8 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
                 anyhow::bail!("no config at {}: run `squidbot onboard` first", paths.config.display());
             }
             let mut issues = config_loader::validate(&loaded.config);
+            let workspace = paths.workspace(loaded.config.workspace.path.as_deref());
+            issues.extend(crate::agents::prompt_file_issues(&loaded.config, &workspace));
             if loaded.config.llm.model.is_empty() {
                 issues.push(squidbot_llm::ConfigIssue { key: "llm.model".into(), problem: "not set".into() });
             }

@@ -121,6 +121,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         providers,
         config: serde_json::to_value(environment.config()).unwrap_or_default(),
         skills: Some(skill_lister(environment)),
+        bus: Some(environment.bus()?),
     };
     let runner = Runner::new(agent, EventHub::new());
     let gateway = Gateway::new(runner, auth, models, services);

@@ -77,6 +77,20 @@ impl AgentEvents for TerminalEvents {
     }
 }
 
+/// Prints a background sub-agent's result the moment it ends; the session records it at
+/// the start of the next turn (or at exit).
+struct TerminalSink {
+    color: bool,
+}
+
+impl squidbot_core::delegation::BackgroundSink for TerminalSink {
+    fn background_finished(&self, result: &squidbot_core::delegation::BackgroundResult) {
+        let text = result.announcement();
+        let shown = if self.color { format!("\x1b[2m{text}\x1b[0m") } else { text };
+        println!("\n{shown}");
+    }
+}
+
 /// Runs due system jobs now and every minute until `stop`.
 fn start_housekeeping(
     environment: &Environment,
@@ -145,6 +159,9 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
     let housekeeping = start_housekeeping(environment, runtime, housekeeping_stop.clone());
     let color = std::env::var_os("NO_COLOR").is_none();
     let events = TerminalEvents { color, mid_line: AtomicBool::new(false) };
+    if let Some(delegation) = agent.delegation() {
+        delegation.set_sink(std::sync::Arc::new(TerminalSink { color }));
+    }
     let prior = session.history().len();
     println!(
         "squidbot · {} · session {}{} · /help for commands",
@@ -209,6 +226,13 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
     }
     housekeeping_stop.cancel();
     runtime.block_on(async {
+        if let Some(delegation) = agent.delegation() {
+            // Background sub-agents don't outlive the REPL; what they did is recorded.
+            delegation.shutdown().await;
+            if let Err(error) = agent.take_background_results(&mut session).await {
+                eprintln!("warning: can't record the background results: {error}");
+            }
+        }
         let settle = agent.settle(&mut session, &events);
         match tokio::time::timeout(std::time::Duration::from_secs(60), settle).await {
             Ok(Ok(())) => {}

@@ -127,6 +127,9 @@ fn describe(entry: &SessionEntry, limit: usize) -> String {
         EntryBody::Compaction { summary, condensed, method, .. } => {
             format!("(compaction, {method}: {condensed} messages → {})", clip(summary, limit.min(200)))
         }
+        EntryBody::Delegate { worker, agent, status, result, session, .. } => {
+            format!("[background {agent} {worker} {status} → {session}] {}", clip(result, limit))
+        }
         EntryBody::ModelChange { previous, new } => {
             format!("(model {} → {new})", if previous.is_empty() { "none" } else { previous })
         }

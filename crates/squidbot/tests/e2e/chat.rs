@@ -155,16 +155,25 @@ async fn status_reports_a_lean_prompt() {
     home.run(&["onboard", "--non-interactive", "--provider", "local", "--api-base", &base, "--model", "m", "--force"])
         .await
         .success();
-    let run = home.run(&["status", "--json"]).await.success();
+    // The default delegate mode: 7 tools (delegate, cancel_worker, memory, send); the
+    // tool work happens in sub-agents.
+    let run =
+        home.run_with(&["status", "--json"], &[("SQUIDBOT__AGENTS__ASSISTANT__MODE", "delegate")]).await.success();
     let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let system = status["prompt"]["system_chars"].as_u64().unwrap();
     let tools = status["prompt"]["tool_schema_chars"].as_u64().unwrap();
     assert!(system > 500 && system < 6_000, "system prompt is {system} chars");
-    // 13 tools: files, shell, memory and the two web tools.
     assert!(tools > 500 && tools < 4_500, "tool schemas are {tools} chars");
-    assert!(system + tools < 6_500, "prompt and schemas together are {} chars", system + tools);
-    assert_eq!(status["prompt"]["tools"], 13);
+    assert!(system + tools < 7_000, "prompt and schemas together are {} chars", system + tools);
+    assert_eq!(status["prompt"]["tools"], 7);
     assert_eq!(status["model"], "local/m");
+    // Direct mode (the harness default): files, shell, memory, the two web tools, send
+    // and spawn.
+    let run = home.run(&["status", "--json"]).await.success();
+    let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(status["prompt"]["tools"], 15);
+    let tools = status["prompt"]["tool_schema_chars"].as_u64().unwrap();
+    assert!(tools < 6_000, "tool schemas are {tools} chars");
     let run = home.run(&["status"]).await.success();
     assert!(run.stdout.contains("chars system prompt"), "{}", run.stdout);
 }

@@ -83,12 +83,15 @@ impl Home {
         std::fs::write(self.path().join("config.toml"), text).expect("write config");
     }
 
-    /// A command for the binary with this home and a clean environment.
+    /// A command for the binary with this home and a clean environment. The assistant
+    /// runs in direct mode (it calls the tools itself), which is what most tests script;
+    /// tests of delegation set `SQUIDBOT__AGENTS__ASSISTANT__MODE` back to `delegate`.
     pub fn command(&self, arguments: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_squidbot"));
         command
             .args(arguments)
             .env_clear()
+            .env("SQUIDBOT__AGENTS__ASSISTANT__MODE", "direct")
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.path())
             .env("SQUIDBOT_HOME", self.path())

@@ -4,7 +4,9 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, reason = "test helpers outside #[test] fail loudly")]
 
 mod bad_input;
+mod bus;
 mod chat;
+mod delegation;
 mod gateway;
 mod gateway_password;
 mod harness;

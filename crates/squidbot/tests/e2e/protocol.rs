@@ -36,8 +36,22 @@ impl Client {
         (client, challenge)
     }
 
+    /// The first event (already seen or still to come) that `wanted` accepts.
+    pub(crate) async fn event_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(position) = self.events.iter().position(&wanted) {
+            return self.events.remove(position);
+        }
+        loop {
+            let frame = self.frame().await.expect("the event before the socket closed");
+            if wanted(&frame) {
+                return frame;
+            }
+            self.events.push(frame);
+        }
+    }
+
     /// Opens and connects with `protocol`, `scopes` and `auth`; returns the hello payload.
-    async fn connected(running: &Running, protocol: u64, scopes: &[&str]) -> (Client, Value) {
+    pub(crate) async fn connected(running: &Running, protocol: u64, scopes: &[&str]) -> (Client, Value) {
         let (mut client, _) = Client::open(running).await;
         let response = client.call("connect", connect_params(protocol, scopes, json!({"token": TOKEN}))).await;
         assert_eq!(response["ok"], true, "{response}");

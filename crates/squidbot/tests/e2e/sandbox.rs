@@ -28,7 +28,10 @@ async fn secrets_stay_out_of_exec(backend: &str) {
     }
     let server = ScriptedLlm::start().await;
     let home = Home::with_minimal_config(&server);
-    home.append_config(&format!("# {PLANTED_CONFIG}\n[sandbox]\nbackend = \"{backend}\"\n"));
+    // Direct mode: the assistant runs `exec` itself, so its result is in the next request.
+    home.append_config(&format!(
+        "# {PLANTED_CONFIG}\n[sandbox]\nbackend = \"{backend}\"\n\n[agents.assistant]\nmode = \"direct\"\n"
+    ));
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_rsa"), format!("{PLANTED_SSH_KEY}\n")).unwrap();
     let outside = tempfile::tempdir().unwrap();

@@ -179,3 +179,20 @@ async fn the_system_prompt_carries_the_skills_block_and_always_on_bodies() {
     assert!(!system.contains("<skills>") && !system.contains("Skill: memory"), "{system}");
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundled_skill_files_are_readable_but_not_writable_through_the_file_tools() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let skill = home.path().join(format!("bundled-skills/{}/summarize/SKILL.md", env!("CARGO_PKG_VERSION")));
+    let skill = skill.display().to_string();
+    server.push(Reply::tool_call("read_file", serde_json::json!({"path": skill})));
+    server.push(Reply::tool_call("write_file", serde_json::json!({"path": skill, "content": "overwritten"})));
+    server.push(Reply::text("read it"));
+    home.run(&["agent", "-m", "how do I summarize?"]).await.success();
+    let results = crate::harness::tool_results(&server.requests()[2].body);
+    let text = serde_json::to_string(&results).unwrap();
+    assert!(text.contains("name: summarize"), "the skill's file was read: {text}");
+    assert!(text.contains("can't write") && text.contains("escapes the workspace"), "{text}");
+    assert!(std::fs::read_to_string(&skill).unwrap().contains("name: summarize"));
+}

@@ -23,6 +23,7 @@ const MIGRATIONS: &[Migration] = &[
         file: "0002_memory_contexts.sql",
         sql: include_str!("../../migrations/0002_memory_contexts.sql"),
     },
+    Migration { number: 3, file: "0003_bus.sql", sql: include_str!("../../migrations/0003_bus.sql") },
 ];
 
 /// Schema version this build writes (and the newest it can open).

@@ -90,6 +90,7 @@ pub(crate) fn summarize(key: String, session: &LoadedSession) -> SessionSummary 
             | EntryBody::ToolCall { .. }
             | EntryBody::ToolResult { .. }
             | EntryBody::Compaction { .. }
+            | EntryBody::Delegate { .. }
             | EntryBody::ModelChange { .. } => None,
         })
         .unwrap_or_default();

@@ -24,6 +24,7 @@ pub fn context() -> ToolContext {
         session_key: "test".to_owned(),
         context: "owner".to_owned(),
         cancel: CancellationToken::new(),
+        correlation_id: String::new(),
     }
 }
 

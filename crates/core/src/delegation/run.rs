@@ -1,0 +1,183 @@
+//! Running one worker: its brief, its turns with reminders to report an outcome, its time
+//! limit, and how a loop, a failure, a panic or a stop ends it.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use super::{DelegateRequest, GRACE, MAX_NUDGES, Outcome, Parent, RoleAgent, WorkerPool, WorkerSnapshot, WorkerState};
+use crate::agent::{Agent, AgentEvents, TurnStatus};
+use crate::context::WORKER_NUDGE_PROMPT;
+
+/// A registered worker about to run.
+pub(super) struct Job {
+    pub(super) worker: WorkerSnapshot,
+    pub(super) role: RoleAgent,
+    pub(super) brief: String,
+    pub(super) context: String,
+    pub(super) cancel: CancellationToken,
+}
+
+/// How a worker ended, before the pool records it.
+pub(super) struct Ending {
+    pub(super) worker: WorkerSnapshot,
+    pub(super) state: WorkerState,
+    pub(super) result: String,
+}
+
+/// The first message of a worker's session: a header naming the worker, the owner and the
+/// correlation id, then the task, the context and the wanted format.
+pub(super) fn brief(request: &DelegateRequest, worker: &WorkerSnapshot, parent: &Parent) -> String {
+    let mut text = format!(
+        "[Task from the assistant · worker {} · role {} · for session {} · correlation {}]\n\n{}",
+        worker.id,
+        worker.role,
+        parent.session_key,
+        parent.correlation_id,
+        request.task.trim()
+    );
+    if let Some(context) = request.context.as_deref().map(str::trim).filter(|context| !context.is_empty()) {
+        text.push_str("\n\n## Context\n");
+        text.push_str(context);
+    }
+    if let Some(format) = request.response_format.as_deref().map(str::trim).filter(|format| !format.is_empty()) {
+        text.push_str("\n\n## Respond with\n");
+        text.push_str(format);
+    }
+    text
+}
+
+/// Runs the worker in a task of its own (so a panic stays there) under its time limit.
+pub(super) async fn supervise(pool: &Arc<WorkerPool>, job: Job) -> Ending {
+    let Job { worker, role, brief, context, cancel } = job;
+    let span = tracing::info_span!(
+        "worker", correlation_id = %worker.correlation_id, worker = %worker.id, role = %worker.role
+    );
+    let mut task = tokio::spawn(
+        work(role.agent.clone(), pool.clone(), worker.clone(), brief, context, cancel.clone()).instrument(span),
+    );
+    let (state, result) = tokio::select! {
+        biased;
+        joined = &mut task => ended(joined),
+        () = cancel.cancelled() => match tokio::time::timeout(GRACE, &mut task).await {
+            Ok(joined) => ended(joined),
+            Err(_) => {
+                task.abort();
+                (WorkerState::Cancelled, "it was stopped and did not wind down in time".to_owned())
+            }
+        },
+        () = tokio::time::sleep(role.timeout) => {
+            cancel.cancel();
+            if tokio::time::timeout(GRACE, &mut task).await.is_err() {
+                task.abort();
+            }
+            (WorkerState::Failed, format!("timed out after {}s", role.timeout.as_secs()))
+        }
+    };
+    Ending { worker, state, result }
+}
+
+/// Reads a finished worker task; a panic is a failure, not a crash of the caller.
+fn ended(joined: Result<(WorkerState, String), tokio::task::JoinError>) -> (WorkerState, String) {
+    match joined {
+        Ok(ending) => ending,
+        Err(error) if error.is_panic() => {
+            let payload = error.into_panic();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            tracing::error!(panic = %message, "a worker panicked");
+            (WorkerState::Failed, format!("it crashed (panic: {message})"))
+        }
+        Err(_) => (WorkerState::Cancelled, "its task was stopped".to_owned()),
+    }
+}
+
+/// Shows a worker's latest tool call as its status while it set none.
+struct WorkerEvents<'a> {
+    pool: &'a WorkerPool,
+    id: &'a str,
+}
+
+impl AgentEvents for WorkerEvents<'_> {
+    fn tool_started(&self, call: &squidbot_types::ToolCall) {
+        tracing::debug!(tool = %call.name, "worker tool call");
+        self.pool.note_activity(self.id, &format!("calling {}", call.name));
+    }
+
+    fn warning(&self, message: &str) {
+        tracing::warn!(worker = %self.id, "{message}");
+    }
+}
+
+/// The worker's turns: the brief, then up to [`MAX_NUDGES`] reminders while it ends
+/// without reporting an outcome.
+async fn work(
+    agent: Arc<Agent>,
+    pool: Arc<WorkerPool>,
+    worker: WorkerSnapshot,
+    brief: String,
+    context: String,
+    cancel: CancellationToken,
+) -> (WorkerState, String) {
+    let mut session = match agent.open_session_in(&worker.session_key, &context).await {
+        Ok((session, _)) => session,
+        Err(error) => return (WorkerState::Failed, format!("can't open its session: {error}")),
+    };
+    let nudge = WORKER_NUDGE_PROMPT.load(agent.workspace().as_ref());
+    let events = WorkerEvents { pool: &pool, id: &worker.id };
+    let mut input = brief;
+    let mut nudges = 0;
+    loop {
+        let outcome =
+            match agent.run_turn_correlated(&mut session, &input, &events, &cancel, &worker.correlation_id).await {
+                Ok(outcome) => outcome,
+                Err(error) => return (WorkerState::Failed, format!("it broke off: {error}")),
+            };
+        match outcome.status {
+            TurnStatus::Completed => {}
+            TurnStatus::Cancelled => return (WorkerState::Cancelled, "it was stopped before it finished".to_owned()),
+            TurnStatus::MaxTurns => {
+                return (
+                    WorkerState::Failed,
+                    format!(
+                        "it made {} model calls without reporting an outcome (max_turns = {}); it may be looping",
+                        outcome.model_calls,
+                        agent.settings().max_turns
+                    ),
+                );
+            }
+        }
+        if let Some((reported, result)) = pool.reported(&worker.id) {
+            return match reported {
+                Outcome::Done if result.trim().is_empty() => {
+                    (WorkerState::Failed, "it reported done but returned an empty result".to_owned())
+                }
+                Outcome::Done => (WorkerState::Done, result),
+                Outcome::Failed if result.trim().is_empty() => {
+                    (WorkerState::Failed, "it gave up without saying why".to_owned())
+                }
+                Outcome::Failed => (WorkerState::Failed, result),
+            };
+        }
+        if nudges == MAX_NUDGES {
+            return (
+                WorkerState::Failed,
+                format!(
+                    "it ended {} times without reporting an outcome with set_status, even after {MAX_NUDGES} reminders",
+                    nudges + 1
+                ),
+            );
+        }
+        nudges += 1;
+        for next in [WorkerState::WaitingForInput, WorkerState::Running] {
+            if let Err(error) = pool.transition(&worker.id, next) {
+                tracing::warn!(%error, "worker state");
+            }
+        }
+        input.clone_from(&nudge);
+    }
+}

@@ -1,0 +1,231 @@
+//! Delegation with the real binary: the assistant hands work to a researcher sub-agent,
+//! whose tool traces stay in its own session file.
+
+use serde_json::json;
+use squidbot_testkit::{Reply, ScriptedLlm};
+
+use crate::harness::{Home, KEY, messages, tool_results};
+
+/// The default mode, which the harness switches off for the tests that script tools.
+const DELEGATE_MODE: (&str, &str) = ("SQUIDBOT__AGENTS__ASSISTANT__MODE", "delegate");
+
+/// A marker only the file the worker reads contains.
+const MARKER: &str = "ZX81-inventory-marker";
+
+fn worker_session_of(result: &str) -> String {
+    let start = result.find("worker:researcher:").expect("the result names the worker's session");
+    result[start..].chars().take_while(|character| !matches!(character, ')' | ' ' | '\n')).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegated_work_stays_in_the_workers_session() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    std::fs::write(home.workspace().join("inventory.txt"), format!("widgets: 42\n{MARKER}\n")).unwrap();
+    std::fs::write(home.workspace().join("SOUL.md"), "You are cheerful.").unwrap();
+    server.push_all([
+        // The assistant delegates...
+        Reply::tool_call(
+            "delegate",
+            json!({"agent": "researcher", "task": "How many widgets are in inventory.txt?", "response_format": "a number"}),
+        ),
+        // ...the researcher reads the file and reports...
+        Reply::tool_call("read_file", json!({"path": "inventory.txt"})),
+        Reply::tool_call("set_status", json!({"status": "read it", "outcome": "done", "result": "42 widgets"})),
+        // ...and the assistant answers.
+        Reply::text("You have 42 widgets."),
+    ]);
+    let run = home.run_with(&["agent", "-m", "how many widgets do I have?"], &[DELEGATE_MODE]).await.success();
+    assert_eq!(run.stdout, "You have 42 widgets.\n");
+    server.assert_clean();
+    server.assert_script_consumed();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let (assistant, worker) = ([&requests[0], &requests[3]], [&requests[1], &requests[2]]);
+    for request in assistant {
+        let system = messages(&request.body)[0]["content"].as_str().unwrap().to_owned();
+        assert!(system.contains("You are cheerful.") && system.contains("## Delegation"), "{system}");
+        let tools: Vec<&str> = request.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["function"]["name"].as_str().unwrap())
+            .collect();
+        assert!(tools.contains(&"delegate") && !tools.contains(&"read_file") && !tools.contains(&"exec"), "{tools:?}");
+        let conversation = serde_json::to_string(&messages(&request.body)[1..]).unwrap();
+        assert!(!conversation.contains(MARKER), "the worker's tool output stayed out: {conversation}");
+        assert!(!conversation.contains("read_file") && !conversation.contains("set_status"), "{conversation}");
+    }
+    let results = tool_results(&requests[3].body);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].contains("42 widgets"), "{results:?}");
+    let worker_session = worker_session_of(&results[0]);
+
+    // The worker: a sub-agent prompt without the personality, a self-contained brief.
+    let system = messages(&worker[0].body)[0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("researcher sub-agent") && !system.contains("You are cheerful."), "{system}");
+    let brief = messages(&worker[0].body)[1]["content"].as_str().unwrap().to_owned();
+    assert!(brief.contains("How many widgets") && brief.contains("correlation "), "{brief}");
+    assert!(tool_results(&worker[1].body)[0].contains(MARKER));
+
+    // Both sessions are listed; the worker's holds the traces, the assistant's doesn't.
+    let run = home.run(&["sessions", "list", "--json"]).await.success();
+    let sessions: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let keys: Vec<&str> = sessions.as_array().unwrap().iter().map(|session| session["key"].as_str().unwrap()).collect();
+    assert!(keys.contains(&"cli:local") && keys.contains(&worker_session.as_str()), "{keys:?}");
+    let shown = home.run(&["sessions", "show", &worker_session]).await.success().stdout;
+    assert!(shown.contains("→ read_file") && shown.contains("→ set_status") && shown.contains(MARKER), "{shown}");
+    let shown = home.run(&["sessions", "show", "cli:local"]).await.success().stdout;
+    assert!(shown.contains("→ delegate") && !shown.contains(MARKER) && !shown.contains("read_file"), "{shown}");
+    assert!(shown.contains(&worker_session), "the parent entry links the worker's session: {shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_work_reports_after_the_reply_and_joins_the_session() {
+    let assistant = ScriptedLlm::start().await;
+    let researcher = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&assistant);
+    researcher.expect_api_key(KEY);
+    home.append_config(&format!(
+        "[providers.second]\nkind = \"openai\"\napi_base = \"{}\"\napi_key = \"{KEY}\"\n\n\
+         [agents.researcher]\nmodel = \"second/research-model\"\nsystem_prompt = \"Cite the file you used.\"\n",
+        researcher.base_url()
+    ));
+    assistant.push_all([
+        Reply::tool_call(
+            "delegate",
+            json!({"agent": "researcher", "task": "find the widget count", "priority": "background"}),
+        ),
+        Reply::text("I'm on it; the count will follow."),
+    ]);
+    researcher.push_all([Reply::tool_call(
+        "set_status",
+        json!({"status": "done", "outcome": "done", "result": "42 widgets (inventory.txt)"}),
+    )
+    .after(std::time::Duration::from_millis(300))]);
+    let run = home.run_with(&["agent", "-m", "count my widgets in the background"], &[DELEGATE_MODE]).await.success();
+    let (reply, later) = run.stdout.split_once("\n\n").expect("the reply, then the background result");
+    assert_eq!(reply, "I'm on it; the count will follow.");
+    assert!(
+        later.starts_with("[background researcher ") && later.trim_end().ends_with("42 widgets (inventory.txt)"),
+        "{later}"
+    );
+    assert!(run.stderr.contains("waiting for 1 background sub-agent"), "{}", run.stderr);
+    assistant.assert_clean();
+    researcher.assert_clean();
+    let worker_request = &researcher.requests()[0].body;
+    assert_eq!(worker_request["model"], "research-model");
+    assert!(messages(worker_request)[0]["content"].as_str().unwrap().contains("Cite the file you used."));
+
+    // The result is a distinct entry of the assistant's session, linked to the worker's.
+    let lines = home.session_lines("cli:local");
+    let delegate = lines.iter().find(|line| line["type"] == "delegate").expect("a delegate entry");
+    assert_eq!(delegate["status"], "done");
+    assert_eq!(delegate["result"], "42 widgets (inventory.txt)");
+    let worker_session = delegate["session"].as_str().unwrap();
+    assert!(home.session_lines(worker_session).iter().any(|line| line["name"] == "set_status"));
+
+    // The next turn shows it to the model as a marked note.
+    assistant.push(Reply::text("It's 42."));
+    home.run_with(&["agent", "-m", "so?"], &[DELEGATE_MODE]).await.success();
+    let conversation = serde_json::to_string(&messages(&assistant.last_request().unwrap().body)).unwrap();
+    assert!(conversation.contains("[Background result: researcher worker"), "{conversation}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_role_config_names_the_key() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    home.append_config(
+        "[agents.researcher]\ntools = [\"read_file\", \"teleport\"]\n[agents.coder]\nsystem_prompt_file = \"CODER.md\"\n",
+    );
+    let run = home.run_with(&["agent", "-m", "hi"], &[DELEGATE_MODE]).await.failure();
+    assert!(run.stderr.contains("agents.researcher.tools[1]"), "{}", run.stderr);
+    assert!(run.stderr.contains("agents.coder.system_prompt_file"), "{}", run.stderr);
+    let run = home.run(&["config", "validate"]).await.failure();
+    assert!(run.stderr.contains("agents.researcher.tools[1]") && run.stderr.contains("CODER.md"), "{}", run.stderr);
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_shows_background_results_and_lists_and_cancels_workers() {
+    use crate::protocol::Client;
+    use tokio::io::AsyncBufReadExt as _;
+
+    let assistant = ScriptedLlm::start().await;
+    let researcher = ScriptedLlm::start().await;
+    let home = crate::gateway::gateway_home(&assistant);
+    home.append_config(&format!(
+        "[providers.second]\nkind = \"openai\"\napi_base = \"{}\"\napi_key = \"{KEY}\"\n\n\
+         [agents.researcher]\nmodel = \"second/research-model\"\n",
+        researcher.base_url()
+    ));
+    let mut child = home.command(&["gateway", "--port", "0"]).env(DELEGATE_MODE.0, DELEGATE_MODE.1).spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+    let base = first.as_deref().and_then(|line| line.strip_prefix("listening on ")).expect("the gateway started");
+    let running = crate::gateway::Running { child, base: base.to_owned() };
+
+    assistant.push_all([
+        Reply::tool_call("delegate", json!({"agent": "researcher", "task": "count widgets", "priority": "background"})),
+        Reply::text("On it."),
+        Reply::tool_call("delegate", json!({"agent": "researcher", "task": "wait forever", "priority": "background"})),
+        Reply::text("Started another."),
+    ]);
+    researcher.push_all([
+        Reply::tool_call("set_status", json!({"status": "done", "outcome": "done", "result": "42 widgets"}))
+            .after(std::time::Duration::from_millis(300)),
+        Reply::stall_stream(""),
+    ]);
+    let (mut client, _) = Client::connected(&running, 4, &["operator.write", "operator.read"]).await;
+    let sent = client.call("chat.send", json!({"message": "count my widgets"})).await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
+    let reply = client
+        .event_where(|event| {
+            event["event"] == "chat"
+                && event["payload"]["runId"] == run_id.as_str()
+                && event["payload"]["state"] == "final"
+        })
+        .await;
+    assert_eq!(reply["payload"]["message"]["content"][0]["text"], "On it.");
+    let background =
+        client.event_where(|event| event["event"] == "chat" && event["payload"]["stopReason"] == "background").await;
+    let payload = &background["payload"];
+    assert_eq!(payload["state"], "final");
+    assert_eq!(payload["background"]["agent"], "researcher");
+    assert_eq!(payload["background"]["status"], "done");
+    let text = payload["message"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("[background researcher") && text.ends_with("42 widgets"), "{text}");
+    let history = client.call("chat.history", json!({})).await;
+    let messages = history["payload"]["messages"].as_array().unwrap();
+    let note = messages.iter().find(|message| message.get("background").is_some()).expect("the result in the history");
+    assert!(note["content"][0]["text"].as_str().unwrap().ends_with("42 widgets"), "{history}");
+
+    // A second background worker that hangs: listed, then cancelled by a person.
+    let sent = client.call("chat.send", json!({"message": "and wait"})).await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
+    client
+        .event_where(|event| {
+            event["event"] == "chat"
+                && event["payload"]["runId"] == run_id.as_str()
+                && event["payload"]["state"] == "final"
+        })
+        .await;
+    let listed = client.call("workers.list", json!({})).await;
+    let workers = listed["payload"]["workers"].as_array().unwrap().clone();
+    assert_eq!(workers.len(), 2, "{listed}");
+    let hanging = workers.iter().find(|worker| worker["state"] == "running").expect("a running worker");
+    let status = client.call("status", json!({})).await;
+    assert_eq!(status["payload"]["workers"]["running"], 1, "{status}");
+    let cancelled = client.call("workers.cancel", json!({"id": hanging["id"]})).await;
+    assert_eq!(cancelled["payload"]["ok"], true, "{cancelled}");
+    let ended = client
+        .event_where(|event| event["event"] == "chat" && event["payload"]["background"]["status"] == "cancelled")
+        .await;
+    assert_eq!(ended["payload"]["background"]["workerId"], hanging["id"]);
+    let again = client.call("workers.cancel", json!({"id": hanging["id"]})).await;
+    assert_eq!(again["error"]["code"], "INVALID_REQUEST", "{again}");
+    assistant.assert_clean();
+}
