@@ -207,6 +207,23 @@ mod tests {
     }
 
     #[test]
+    fn a_role_sandbox_is_a_backend_name_or_a_whole_policy() {
+        let config = config(
+            "[agents.coder]\nsandbox = \"none\"\n[agents.researcher.sandbox]\nnetwork = true\nbackend = \"landlock\"\n",
+        );
+        let coder = resolve(&config, "coder", Path::new("/nonexistent")).unwrap();
+        assert_eq!(coder.sandbox, Some(RoleSandbox::Backend(squidbot_types::sandbox::SandboxBackend::None)));
+        let Some(RoleSandbox::Policy(policy)) =
+            resolve(&config, "researcher", Path::new("/nonexistent")).unwrap().sandbox
+        else {
+            panic!("an inline policy");
+        };
+        assert!(policy.network);
+        assert_eq!(policy.cpu_secs, squidbot_types::sandbox::SandboxConfig::default().cpu_secs);
+        assert!(toml::from_str::<Config>("[agents.coder]\nsandbox = \"chroot\"\n").is_err());
+    }
+
+    #[test]
     fn a_missing_prompt_file_is_an_error_naming_the_key() {
         let directory = tempfile::tempdir().unwrap();
         std::fs::write(directory.path().join("CODER.md"), "Write tests first.").unwrap();

@@ -259,6 +259,17 @@ impl Environment {
         }
     }
 
+    /// `catalogue` with the built-in tools confined by a role's own sandbox, if it has one.
+    fn with_role_sandbox(&self, catalogue: &ToolRegistry, policy: Option<&RoleSandbox>) -> ToolRegistry {
+        let mut tools = catalogue.clone();
+        if let Some(policy) = policy {
+            for tool in squidbot_tools::builtin_tools(&self.config().tools, self.role_sandbox(policy)) {
+                tools.register(tool);
+            }
+        }
+        tools
+    }
+
     /// The sandbox a role's commands run in.
     fn role_sandbox(&self, policy: &RoleSandbox) -> Arc<LinuxSandbox> {
         match policy {
@@ -350,7 +361,7 @@ impl Environment {
         let store: Arc<dyn DynSessionStore> = Arc::new(self.session_store()?);
         let catalogue = self.tools(&memories)?;
         let delegator = self.delegator(&router, &store, &catalogue, channel)?;
-        let mut tools = allowed_tools(&catalogue, &role.tools);
+        let mut tools = allowed_tools(&self.with_role_sandbox(&catalogue, role.sandbox.as_ref()), &role.tools);
         let mut profile = role.profile;
         let allowed = |tool: &str| role.tools.iter().any(|name| name == tool);
         if allowed(roles::DELEGATE) {
@@ -397,16 +408,7 @@ impl Environment {
                 .and_then(|agent| agent.model.clone())
                 .unwrap_or_else(|| config.llm.model.clone());
             let role = crate::agents::resolve(config, &name, &workspace)?;
-            let mut tools = match &role.sandbox {
-                None => allowed_tools(catalogue, &role.tools),
-                Some(policy) => {
-                    let mut own = catalogue.clone();
-                    for tool in squidbot_tools::builtin_tools(&config.tools, self.role_sandbox(policy)) {
-                        own.register(tool);
-                    }
-                    allowed_tools(&own, &role.tools)
-                }
-            };
+            let mut tools = allowed_tools(&self.with_role_sandbox(catalogue, role.sandbox.as_ref()), &role.tools);
             tools.register(Arc::new(SetStatusTool::new(pool.clone())));
             tracing::debug!(role = %name, tools = ?tools, "sub-agent role");
             let settings = AgentSettings {
