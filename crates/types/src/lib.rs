@@ -4,6 +4,8 @@ pub mod config;
 pub mod memory;
 pub mod message;
 pub mod sandbox;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod secret;
 pub mod session;
 pub mod tool;
