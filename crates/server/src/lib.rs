@@ -185,6 +185,13 @@ pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: Cancell
     });
     let bus_task = bus::start(&gateway, shutdown.clone());
     let stopping = gateway.clone();
+    // Streamed replies are many small writes: without TCP_NODELAY, Nagle's algorithm holds
+    // them back and adds tens of milliseconds to the tail.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "can't set TCP_NODELAY");
+        }
+    });
     let served = axum::serve(listener, router(gateway.clone()).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown.cancelled().await;

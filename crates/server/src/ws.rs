@@ -56,10 +56,17 @@ pub async fn root(
 ) -> Response {
     match upgrade {
         Ok(upgrade) => {
-            upgrade.max_message_size(MAX_WIRE_MESSAGE).max_frame_size(MAX_WIRE_MESSAGE).on_upgrade(move |socket| {
-                let connections = gateway.connections.clone();
-                connections.track_future(serve(gateway, socket, peer))
-            })
+            upgrade
+                .max_message_size(MAX_WIRE_MESSAGE)
+                .max_frame_size(MAX_WIRE_MESSAGE)
+                // Small buffers per connection: the defaults (128 KiB, zero-filled) add up to
+                // hundreds of MB with a thousand clients.
+                .read_buffer_size(4096)
+                .write_buffer_size(0)
+                .on_upgrade(move |socket| {
+                    let connections = gateway.connections.clone();
+                    connections.track_future(serve(gateway, socket, peer))
+                })
         }
         Err(_) => crate::ui::index().await,
     }
