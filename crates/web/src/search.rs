@@ -204,6 +204,18 @@ fn status_message(backend: &str, status: StatusCode) -> String {
     }
 }
 
+/// A backend's JSON answer, or a message naming the backend when it sent something else.
+pub(crate) fn json_answer<Answer: serde::de::DeserializeOwned>(backend: &str, body: &str) -> Result<Answer, String> {
+    serde_json::from_str(body)
+        .map_err(|error| format!("can't search: {backend} sent an answer that is not its JSON format ({error})"))
+}
+
+/// One result from a backend's optional fields; `None` without a URL.
+pub(crate) fn hit(title: Option<&str>, url: Option<String>, snippet: Option<&str>) -> Option<SearchResult> {
+    let url = url.filter(|url| !url.is_empty())?;
+    Some(SearchResult { title: clean(title.unwrap_or("")), url, snippet: clean(snippet.unwrap_or("")) })
+}
+
 /// A snippet or title from HTML-flavoured text.
 pub(crate) fn clean(text: &str) -> String {
     crate::html::to_text(text)

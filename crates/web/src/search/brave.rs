@@ -5,7 +5,7 @@ use reqwest::{Client, Url};
 use serde::Deserialize;
 use squidbot_types::secret::Secret;
 
-use super::{MAX_COUNT, SearchFailure, SearchResult, clean, send};
+use super::{MAX_COUNT, SearchFailure, SearchResult, send};
 
 const NAME: &str = "Brave";
 
@@ -51,21 +51,13 @@ pub(crate) async fn search(
 
 /// Results of a Brave web search answer.
 pub(crate) fn parse(body: &str) -> Result<Vec<SearchResult>, String> {
-    let answer: Answer = serde_json::from_str(body)
-        .map_err(|error| format!("can't search: {NAME} sent an answer that is not its JSON format ({error})"))?;
+    let answer: Answer = super::json_answer(NAME, body)?;
     Ok(answer
         .web
         .map(|web| web.results)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|hit| {
-            let url = hit.url.filter(|url| !url.is_empty())?;
-            Some(SearchResult {
-                title: clean(hit.title.as_deref().unwrap_or("")),
-                url,
-                snippet: clean(hit.description.as_deref().unwrap_or("")),
-            })
-        })
+        .filter_map(|result| super::hit(result.title.as_deref(), result.url, result.description.as_deref()))
         .collect())
 }
 

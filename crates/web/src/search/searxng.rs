@@ -4,7 +4,7 @@
 use reqwest::{Client, StatusCode, Url};
 use serde::Deserialize;
 
-use super::{SearchFailure, SearchResult, clean, send, status_message};
+use super::{SearchFailure, SearchResult, send, status_message};
 
 const NAME: &str = "SearXNG";
 
@@ -50,19 +50,11 @@ pub(crate) async fn search(client: &Client, base: &Url, query: &str) -> Result<V
 
 /// Results of a SearXNG JSON answer.
 pub(crate) fn parse(body: &str) -> Result<Vec<SearchResult>, String> {
-    let answer: Answer = serde_json::from_str(body)
-        .map_err(|error| format!("can't search: {NAME} sent an answer that is not its JSON format ({error})"))?;
+    let answer: Answer = super::json_answer(NAME, body)?;
     Ok(answer
         .results
         .into_iter()
-        .filter_map(|hit| {
-            let url = hit.url.filter(|url| !url.is_empty())?;
-            Some(SearchResult {
-                title: clean(hit.title.as_deref().unwrap_or("")),
-                url,
-                snippet: clean(hit.content.as_deref().unwrap_or("")),
-            })
-        })
+        .filter_map(|result| super::hit(result.title.as_deref(), result.url, result.content.as_deref()))
         .collect())
 }
 
