@@ -403,7 +403,7 @@ function applyChatEvent(payload) {
     case 'final':
       if (full) text.textContent = full;
       bubble.dataset.state = 'final';
-      setMeta(bubble, usageText(payload.usage));
+      setMeta(bubble, payload.stopReason === 'background' ? 'result of background work' : usageText(payload.usage));
       setRunning(payload.runId, false);
       break;
     case 'aborted':
