@@ -22,7 +22,14 @@ fn main() -> ExitCode {
         return code;
     }
     let cli = cli::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    // Blocking work (SQLite, session appends, file tools) gets a bounded pool: under a
+    // thousand concurrent turns the default 512 threads only add memory and contention.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(16)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: can't start the async runtime: {error}");
