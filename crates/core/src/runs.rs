@@ -286,6 +286,13 @@ impl<'a> Turn<'a> {
     }
 
     fn publish(&self, kind: TurnEventKind) {
+        if kind.is_terminal() {
+            // Whoever sees the last event must no longer find the run active (a second
+            // abort right after "aborted" stops nothing).
+            if let Ok(mut active) = self.runner.active.lock() {
+                active.remove(&self.run_id);
+            }
+        }
         self.runner.hub.publish(TurnEvent {
             run_id: self.run_id.clone(),
             session_key: self.session_key.clone(),
