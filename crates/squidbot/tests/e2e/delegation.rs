@@ -4,7 +4,7 @@
 use serde_json::json;
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::harness::{Home, KEY, messages, tool_results};
+use crate::harness::{Home, KEY, messages, offered_tools, tool_results};
 
 /// The default mode, which the harness switches off for the tests that script tools.
 const DELEGATE_MODE: (&str, &str) = ("SQUIDBOT__AGENTS__ASSISTANT__MODE", "delegate");
@@ -47,13 +47,9 @@ async fn delegated_work_stays_in_the_workers_session() {
     for request in assistant {
         let system = messages(&request.body)[0]["content"].as_str().unwrap().to_owned();
         assert!(system.contains("You are cheerful.") && system.contains("## Delegation"), "{system}");
-        let tools: Vec<&str> = request.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|tool| tool["function"]["name"].as_str().unwrap())
-            .collect();
-        assert!(tools.contains(&"delegate") && !tools.contains(&"read_file") && !tools.contains(&"exec"), "{tools:?}");
+        let tools = offered_tools(&request.body);
+        let has = |name: &str| tools.iter().any(|tool| tool == name);
+        assert!(has("delegate") && !has("read_file") && !has("exec"), "{tools:?}");
         let conversation = serde_json::to_string(&messages(&request.body)[1..]).unwrap();
         assert!(!conversation.contains(MARKER), "the worker's tool output stayed out: {conversation}");
         assert!(!conversation.contains("read_file") && !conversation.contains("set_status"), "{conversation}");

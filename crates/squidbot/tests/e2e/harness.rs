@@ -133,6 +133,16 @@ pub fn messages(body: &serde_json::Value) -> Vec<serde_json::Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
 
+/// Names of the tools an OpenAI request offered the model.
+pub fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .expect("the request offers tools")
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().expect("a tool has a name").to_owned())
+        .collect()
+}
+
 /// The contents of every `tool` message of an OpenAI request.
 pub fn tool_results(body: &serde_json::Value) -> Vec<String> {
     messages(body)

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use squidbot_testkit::{Reply, ScriptedLlm};
 
 use crate::gateway::{TOKEN, gateway_home, start};
-use crate::harness::{Home, tool_results};
+use crate::harness::{Home, offered_tools, tool_results};
 
 /// Entry script of an installed server package.
 fn server_script(package: &str) -> String {
@@ -67,12 +67,7 @@ async fn the_model_calls_mcp_tools_and_gets_their_results() {
     assert_eq!(run.stdout, "The code is 4711.\n");
 
     let requests = server.requests();
-    let offered: Vec<String> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["function"]["name"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let offered = offered_tools(&requests[0].body);
     for name in ["files__read_text_file", "files__list_directory", "everything__get-env", "read_file", "exec"] {
         assert!(offered.contains(&name.to_owned()), "{name} not offered: {offered:?}");
     }

@@ -11,7 +11,7 @@ use axum::routing::get;
 use serde_json::json;
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::harness::{Home, tool_results};
+use crate::harness::{Home, offered_tools, tool_results};
 
 /// The query parameters of every request a fake got.
 type Queries = Arc<Mutex<Vec<HashMap<String, String>>>>;
@@ -57,12 +57,7 @@ async fn the_model_searches_through_searxng_and_reads_the_results() {
     assert_eq!(run.stdout, "Squids have three hearts.\n");
 
     let requests = server.requests();
-    let offered: Vec<String> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["function"]["name"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let offered = offered_tools(&requests[0].body);
     assert!(offered.contains(&"web_search".to_owned()) && offered.contains(&"web_fetch".to_owned()), "{offered:?}");
     let results = tool_results(&requests[1].body);
     assert_eq!(
