@@ -2,7 +2,8 @@
 //! with an acknowledgement timeout, falls back to trigger files, delivers trigger files
 //! once a route is there, and journals every attempt.
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use squidbot_core::clock::Clock;
@@ -169,6 +170,8 @@ pub struct SendRequest {
     pub priority: Priority,
     /// The inbound message this traces back to; a fresh id when `None`.
     pub correlation_id: Option<String>,
+    /// The conversation the sender works in (see [`BusMessage::session`]).
+    pub session: Option<String>,
 }
 
 /// What a route did with a message within the acknowledgement timeout.
@@ -197,6 +200,8 @@ pub struct Bus {
     settings: BusSettings,
     tasks: TaskTracker,
     delivered: Mutex<ingest::RecentIds>,
+    /// Journal entries by result, for metrics.
+    results: Mutex<BTreeMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Bus {
@@ -228,6 +233,7 @@ impl Bus {
             settings,
             tasks: TaskTracker::new(),
             delivered: Mutex::new(ingest::RecentIds::default()),
+            results: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -246,32 +252,74 @@ impl Bus {
         self.routes.targets()
     }
 
-    /// The canonical target `name` stands for: a role, `user`, an alias, or a running
-    /// agent registered under its own name.
+    /// Aliases of running agents (`coder-bg-1`) and the agent each stands for, sorted.
+    pub fn live_aliases(&self) -> Vec<(String, String)> {
+        self.routes.live_aliases()
+    }
+
+    /// The canonical target `name` stands for: a role, `user`, a configured alias, a
+    /// running agent's own name or alias, or the name or alias of an agent that ran
+    /// earlier in this process (still a target, with no route).
     pub fn resolve(&self, name: &str) -> Option<String> {
         if let Some(canonical) = self.directory.canonical(name) {
             return Some(canonical);
         }
         let name = normalize(name).ok()?;
-        self.routes.contains(&name).then_some(name)
+        if let Some(target) = self.routes.alias(&name) {
+            return Some(target);
+        }
+        self.routes.is_known(&name).then_some(name)
     }
 
     /// Registers `route` as the live route of `target` (a role, alias, `user`, or the own
-    /// name of a running agent such as `worker-3`, which is a target while registered).
+    /// name of a running agent such as a worker's id, which is a target while registered).
     /// A newer registration of the same target replaces this one.
     pub fn register(&self, target: &str, route: Arc<dyn DynRoute>) -> Result<RouteHandle, DirectoryError> {
+        self.register_agent(target, &[], route)
+    }
+
+    /// Registers `route` for a running agent under its own name and `aliases` (which may
+    /// not be roles or configured names). Dropping the handle unregisters all of them;
+    /// the names stay valid targets with no route for the rest of the run, so later
+    /// messages wait in trigger files and health says `no_route`.
+    pub fn register_agent(
+        &self,
+        target: &str,
+        aliases: &[String],
+        route: Arc<dyn DynRoute>,
+    ) -> Result<RouteHandle, DirectoryError> {
         let canonical = match self.directory.canonical(target) {
             Some(canonical) => canonical,
-            None => normalize(target)?,
+            None => {
+                let name = normalize(target)?;
+                self.routes.remember([name.clone()]);
+                name
+            }
         };
-        let generation = self.routes.insert(&canonical, route, self.clock.now());
-        tracing::debug!(target_name = %canonical, "bus route registered");
+        let mut own_aliases = Vec::new();
+        for alias in aliases {
+            let alias = normalize(alias)?;
+            if self.directory.canonical(&alias).is_some() {
+                return Err(DirectoryError::AliasShadowsRole { alias });
+            }
+            own_aliases.push(alias);
+        }
+        self.routes.remember(own_aliases.iter().cloned());
+        let generation = self.routes.insert(&canonical, &own_aliases, route, self.clock.now());
+        tracing::debug!(target_name = %canonical, aliases = ?own_aliases, "bus route registered");
         Ok(RouteHandle {
             routes: Arc::downgrade(&self.routes),
             target: canonical,
             generation,
             clock: self.clock.clone(),
         })
+    }
+
+    /// How many attempts were journaled with each result (`delivered.verified`,
+    /// `owner_binding_violation`, ...) since the bus started, sorted by result.
+    pub fn result_counts(&self) -> Vec<(String, u64)> {
+        let results = self.results.lock().unwrap_or_else(PoisonError::into_inner);
+        results.iter().map(|(result, count)| (result.clone(), *count)).collect()
     }
 
     /// How `name` is doing.
@@ -355,6 +403,7 @@ impl Bus {
             body: request.body,
             correlation_id,
             time: self.now(),
+            session: request.session.filter(|session| !session.trim().is_empty()),
         };
         let (status, detail) = match self.hand_over(&message, Source::Live).await {
             HandOver::Acked(ack) => (DeliveryStatus::Verified, ack.detail),
@@ -450,6 +499,7 @@ impl Bus {
     }
 
     async fn record(&self, entry: JournalEntry) {
+        *self.results.lock().unwrap_or_else(PoisonError::into_inner).entry(entry.result.clone()).or_default() += 1;
         if let Err(error) = self.journal.record_boxed(&entry).await {
             tracing::warn!(%error, from = %entry.from, to = %entry.to, result = %entry.result, "bus journal failed");
         }

@@ -65,6 +65,10 @@ pub struct BusMessage {
     pub correlation_id: String,
     /// When it was sent.
     pub time: jiff::Timestamp,
+    /// The conversation the sender works in (for a worker, its owner's): a message to
+    /// `user` goes to that session's people; the main session's when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 impl BusMessage {

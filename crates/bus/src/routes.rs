@@ -1,5 +1,6 @@
 //! Live routes: how a running agent receives messages (`Route`), the registry of routes
-//! by target with their heartbeats, and target health.
+//! by target with their heartbeats and the aliases of running agents (`coder-bg-1`), the
+//! agent names seen this run, and target health.
 //!
 //! ## Urgent messages
 //!
@@ -10,7 +11,7 @@
 //! running the urgent message as the next turn. Other priorities queue behind the
 //! running turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -118,6 +119,11 @@ struct Registration {
 #[derive(Default)]
 pub(crate) struct Routes {
     entries: Mutex<HashMap<String, Registration>>,
+    /// Aliases of running agents: alias → (target, generation of its registration).
+    aliases: Mutex<HashMap<String, (String, u64)>>,
+    /// Agent names and aliases registered at some point of this run: still valid targets
+    /// (`no_route`) once their agent ended.
+    known: Mutex<HashSet<String>>,
     generations: AtomicU64,
 }
 
@@ -126,11 +132,42 @@ impl Routes {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers `route` for `target`, replacing an older registration.
-    pub(crate) fn insert(&self, target: &str, route: Arc<dyn DynRoute>, now: SystemTime) -> u64 {
+    fn alias_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, u64)>> {
+        self.aliases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers `route` for `target` and its `aliases`, replacing older registrations.
+    pub(crate) fn insert(&self, target: &str, aliases: &[String], route: Arc<dyn DynRoute>, now: SystemTime) -> u64 {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         self.entries().insert(target.to_owned(), Registration { generation, route, last_seen: now });
+        let mut map = self.alias_map();
+        for alias in aliases {
+            map.insert(alias.clone(), (target.to_owned(), generation));
+        }
         generation
+    }
+
+    /// Remembers agent names as targets for the rest of the run.
+    pub(crate) fn remember(&self, names: impl IntoIterator<Item = String>) {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner).extend(names);
+    }
+
+    /// The target a running agent's alias stands for.
+    pub(crate) fn alias(&self, name: &str) -> Option<String> {
+        self.alias_map().get(name).map(|(target, _)| target.clone())
+    }
+
+    /// True when `name` has a route or had one earlier in this run.
+    pub(crate) fn is_known(&self, name: &str) -> bool {
+        self.contains(name) || self.known.lock().unwrap_or_else(PoisonError::into_inner).contains(name)
+    }
+
+    /// The aliases of live agents and what they stand for, sorted.
+    pub(crate) fn live_aliases(&self) -> Vec<(String, String)> {
+        let mut aliases: Vec<(String, String)> =
+            self.alias_map().iter().map(|(alias, (target, _))| (alias.clone(), target.clone())).collect();
+        aliases.sort();
+        aliases
     }
 
     /// The route of `target`.
@@ -166,10 +203,13 @@ impl Routes {
     }
 
     fn remove(&self, target: &str, generation: u64) {
-        let mut entries = self.entries();
-        if entries.get(target).is_some_and(|registration| registration.generation == generation) {
-            entries.remove(target);
+        {
+            let mut entries = self.entries();
+            if entries.get(target).is_some_and(|registration| registration.generation == generation) {
+                entries.remove(target);
+            }
         }
+        self.alias_map().retain(|_, (_, registered)| *registered != generation);
     }
 }
 

@@ -85,6 +85,9 @@ pub struct TriggerLine {
     /// When it was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<jiff::Timestamp>,
+    /// The sender's conversation (see [`BusMessage::session`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 impl From<&BusMessage> for TriggerLine {
@@ -99,6 +102,7 @@ impl From<&BusMessage> for TriggerLine {
             body: message.body.clone(),
             correlation_id: Some(message.correlation_id.clone()),
             time: Some(message.time),
+            session: message.session.clone(),
         }
     }
 }

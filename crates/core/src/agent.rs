@@ -15,9 +15,9 @@ use crate::clock::{Clock, rfc3339};
 use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
 use crate::context::{self, PromptProfile, PromptSection, PromptSections, RuntimeInfo};
 use crate::delegation::{BackgroundResult, Delegator};
-use crate::leaks::LeakScanner;
+use crate::leaks::{LeakScanner, StreamRedactor};
 use crate::memory::Memories;
-use crate::provider::{CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
+use crate::provider::{Completion, CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
 use crate::session::Session;
 use crate::store::{DynSessionStore, StoreError};
 use crate::tool::{ToolContext, ToolError, ToolRegistry};
@@ -172,30 +172,64 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// Forwards streamed text to the channel and keeps a copy for interrupted turns.
+/// Forwards streamed text to the channel, redacted, and keeps a copy for interrupted
+/// turns. Redacting here, where the reply is produced, covers every reader of the events
+/// (gateway clients, the web UI, channels) at once.
 struct TurnSink<'a> {
     events: &'a dyn AgentEvents,
-    streamed: Mutex<String>,
+    state: Mutex<StreamState<'a>>,
 }
 
-impl TurnSink<'_> {
+/// What a [`TurnSink`] holds between deltas.
+struct StreamState<'a> {
+    /// The redacted text sent on so far.
+    streamed: String,
+    /// Holds back a tail that could still become a secret.
+    redactor: StreamRedactor<'a>,
+}
+
+impl<'a> TurnSink<'a> {
+    fn new(events: &'a dyn AgentEvents, leaks: &'a LeakScanner) -> Self {
+        Self {
+            events,
+            state: Mutex::new(StreamState { streamed: String::new(), redactor: StreamRedactor::new(leaks) }),
+        }
+    }
+
+    /// Ends one model response: sends on what the redactor still holds and returns the
+    /// whole redacted text streamed for it.
     fn take(&self) -> String {
-        self.streamed.lock().map(|mut text| std::mem::take(&mut *text)).unwrap_or_default()
+        let Ok(mut state) = self.state.lock() else { return String::new() };
+        let rest = state.redactor.finish();
+        if !rest.is_empty() {
+            self.events.text_delta(&rest);
+        }
+        state.streamed.push_str(&rest);
+        state.redactor.reset();
+        std::mem::take(&mut state.streamed)
+    }
+
+    /// Forgets the response streamed so far without sending on what is held.
+    fn discard(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.redactor.reset();
+            state.streamed.clear();
+        }
     }
 }
 
 impl StreamSink for TurnSink<'_> {
     fn text_delta(&self, text: &str) {
-        if let Ok(mut streamed) = self.streamed.lock() {
-            streamed.push_str(text);
+        let Ok(mut state) = self.state.lock() else { return };
+        let safe = state.redactor.push(text);
+        if !safe.is_empty() {
+            state.streamed.push_str(&safe);
+            self.events.text_delta(&safe);
         }
-        self.events.text_delta(text);
     }
 
     fn stream_reset(&self) {
-        if let Ok(mut streamed) = self.streamed.lock() {
-            streamed.clear();
-        }
+        self.discard();
         self.events.stream_reset();
     }
 }
@@ -356,7 +390,24 @@ impl Agent {
         rfc3339(self.clock.now())
     }
 
-    async fn record(&self, session: &mut Session, bodies: Vec<EntryBody>) -> Result<(), StoreError> {
+    /// The model's reply with secrets redacted before it is stored or sent anywhere (the
+    /// streamed deltas went through the same scanner on the way out).
+    fn redact_reply(&self, mut completion: Completion, events: &dyn AgentEvents) -> Completion {
+        let (content, findings) = self.leaks.redact(&completion.content);
+        if !findings.is_empty() {
+            let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
+            tracing::warn!(kinds = ?kinds, model = %completion.model, "redacted secrets from the model's reply");
+            events.warning(&format!(
+                "Redacted {} secret(s) ({}) from the reply before it was sent or stored.",
+                findings.len(),
+                kinds.join(", ")
+            ));
+            completion.content = content;
+        }
+        completion
+    }
+
+    pub(crate) async fn record(&self, session: &mut Session, bodies: Vec<EntryBody>) -> Result<(), StoreError> {
         if bodies.is_empty() {
             return Ok(());
         }
@@ -452,7 +503,7 @@ impl Agent {
             resolved = self.tools.resolve() => resolved,
         };
         let tool_specs = turn_tools.specs();
-        let sink = TurnSink { events, streamed: Mutex::new(String::new()) };
+        let sink = TurnSink::new(events, &self.leaks);
         let mut outcome = TurnOutcome {
             reply: String::new(),
             status: TurnStatus::Completed,
@@ -507,7 +558,7 @@ impl Agent {
                     overflow_retries += 1;
                     overflow_budget = estimate_message_tokens(&request.messages) / 2;
                     outcome.model_calls -= 1;
-                    sink.take();
+                    sink.discard();
                     continue;
                 }
                 Err(error) => {
@@ -522,6 +573,7 @@ impl Agent {
                 }
             };
             sink.take();
+            let completion = self.redact_reply(completion, events);
             outcome.usage.add(completion.usage);
             outcome.prompt_tokens = match completion.usage.total() {
                 0 => {

@@ -6,8 +6,11 @@
 //! `delegate`, `spawn`, `cancel_worker` (assistant) and `set_status` (sub-agents) are
 //! its front. Normal-priority work blocks only the delegating tool call; background work
 //! runs as a tracked task whose result is kept for the owner session and announced through
-//! a [`BackgroundSink`].
+//! a [`BackgroundSink`]. Every running worker has a [`WorkerInbox`] other agents reach it
+//! through, and [`WorkerObserver`]s hear of workers starting and ending (the agent bus makes
+//! each one a target while it runs; the gateway counts them).
 
+mod inbox;
 mod pool;
 pub mod roles;
 mod run;
@@ -25,6 +28,7 @@ use tokio_util::task::TaskTracker;
 use crate::agent::Agent;
 use crate::context::PromptSection;
 
+pub use inbox::{InboxError, InboxMessage, WorkerInbox};
 pub use pool::{
     NewWorker, Outcome, PoolError, Priority, WorkerPool, WorkerSnapshot, WorkerState, is_worker_session,
     worker_session_key,
@@ -184,6 +188,41 @@ impl BackgroundResult {
     }
 }
 
+/// How a worker ended, as metrics count it: its final state, with running out of time told
+/// apart from other failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkerOutcome {
+    /// It reported a result.
+    Done,
+    /// It gave up, broke or looped.
+    Failed,
+    /// It was stopped.
+    Cancelled,
+    /// It ran past its role's timeout.
+    TimedOut,
+}
+
+impl WorkerOutcome {
+    /// `done`, `failed`, `cancelled` or `timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::TimedOut => "timeout",
+        }
+    }
+}
+
+/// Hears of every worker starting and ending. Both calls run on the delegating task:
+/// keep them quick.
+pub trait WorkerObserver: Send + Sync {
+    /// `worker` was registered and is about to run; `inbox` reaches it while it runs.
+    fn worker_started(&self, _worker: &WorkerSnapshot, _inbox: &WorkerInbox) {}
+    /// `worker` ended (`worker.elapsed` is how long it ran); its inbox is closed.
+    fn worker_ended(&self, _worker: &WorkerSnapshot, _outcome: WorkerOutcome) {}
+}
+
 /// Told when a background worker ended (its result waits in the delegator's inbox).
 pub trait BackgroundSink: Send + Sync {
     /// `result` is ready for `result.parent_session`.
@@ -199,6 +238,7 @@ pub struct Delegator {
     shutdown: CancellationToken,
     inbox: Mutex<HashMap<String, Vec<BackgroundResult>>>,
     sink: Mutex<Option<Arc<dyn BackgroundSink>>>,
+    observers: Mutex<Vec<Arc<dyn WorkerObserver>>>,
 }
 
 impl std::fmt::Debug for Delegator {
@@ -222,6 +262,7 @@ impl Delegator {
             shutdown: CancellationToken::new(),
             inbox: Mutex::new(HashMap::new()),
             sink: Mutex::new(None),
+            observers: Mutex::new(Vec::new()),
         }
     }
 
@@ -263,6 +304,17 @@ impl Delegator {
         }
     }
 
+    /// Adds an observer of workers starting and ending.
+    pub fn observe(&self, observer: Arc<dyn WorkerObserver>) {
+        if let Ok(mut observers) = self.observers.lock() {
+            observers.push(observer);
+        }
+    }
+
+    fn observers(&self) -> Vec<Arc<dyn WorkerObserver>> {
+        self.observers.lock().map(|observers| observers.clone()).unwrap_or_default()
+    }
+
     /// Hands `request` to a sub-agent. Normal priority returns when the worker ended;
     /// background returns once it started.
     pub async fn delegate(
@@ -299,9 +351,13 @@ impl Delegator {
             priority = request.priority.as_str(), "delegating"
         );
         let brief = run::brief(&request, &worker, parent);
+        let inbox = WorkerInbox::new(worker.id.clone());
+        for observer in self.observers() {
+            observer.worker_started(&worker, &inbox);
+        }
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let delegator = self.clone();
-        let job = run::Job { worker: worker.clone(), role, brief, context: parent.context.clone(), cancel };
+        let job = run::Job { worker: worker.clone(), role, brief, context: parent.context.clone(), cancel, inbox };
         self.tracker.spawn(async move {
             let report = delegator.complete(run::supervise(&delegator.pool, job).await);
             // The receiver is gone when the delegating turn was stopped; the report is
@@ -323,7 +379,11 @@ impl Delegator {
     /// pool marks the worker ended (so nobody sees it ended without its result), then the
     /// sink hears of it.
     fn complete(&self, ending: run::Ending) -> WorkerReport {
-        let run::Ending { worker, state, result } = ending;
+        let run::Ending { worker, state, result, timed_out, inbox } = ending;
+        let unread = inbox.close();
+        if !unread.is_empty() {
+            tracing::warn!(worker = %worker.id, unread = unread.len(), "the worker ended before reading its messages");
+        }
         tracing::info!(
             correlation_id = %worker.correlation_id, worker = %worker.id, role = %worker.role,
             state = state.as_str(), "worker ended"
@@ -345,6 +405,15 @@ impl Delegator {
             tracing::warn!(worker = %worker.id, %error, "can't record how the worker ended");
         }
         let worker = self.pool.snapshot(&worker.id).unwrap_or(worker);
+        let outcome = match state {
+            WorkerState::Done => WorkerOutcome::Done,
+            WorkerState::Failed if timed_out => WorkerOutcome::TimedOut,
+            WorkerState::Failed | WorkerState::Running | WorkerState::WaitingForInput => WorkerOutcome::Failed,
+            WorkerState::Cancelled => WorkerOutcome::Cancelled,
+        };
+        for observer in self.observers() {
+            observer.worker_ended(&worker, outcome);
+        }
         if let Some(background) = &background {
             let sink = self.sink.lock().ok().and_then(|slot| slot.clone());
             if let Some(sink) = sink {

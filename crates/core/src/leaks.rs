@@ -3,8 +3,15 @@
 //! the model or a channel sees the text. Hand-written matchers (no regex engine): each
 //! pattern is a literal prefix followed by a run of allowed characters of a minimum length.
 
+mod stream;
+
+pub use stream::StreamRedactor;
+
 /// What replaces a found secret (with its kind).
 pub const REDACTION: &str = "[REDACTED";
+
+/// How a PEM block starts.
+const PEM_BEGIN: &str = "-----BEGIN ";
 
 /// One kind of secret recognised by shape.
 struct Shape {
@@ -133,10 +140,7 @@ impl LeakScanner {
         let mut position = 0;
         for finding in &findings {
             output.push_str(&text[position..finding.start]);
-            output.push_str(REDACTION);
-            output.push(':');
-            output.push_str(finding.kind);
-            output.push(']');
+            write_redacted(&mut output, finding.kind);
             position = finding.end;
         }
         output.push_str(&text[position..]);
@@ -144,10 +148,18 @@ impl LeakScanner {
     }
 }
 
+/// Appends the marker that stands for a secret of `kind`: `[REDACTED:<kind>]`.
+fn write_redacted(output: &mut String, kind: &str) {
+    output.push_str(REDACTION);
+    output.push(':');
+    output.push_str(kind);
+    output.push(']');
+}
+
 /// PEM private key blocks, from `-----BEGIN ... PRIVATE KEY-----` to the matching end line
 /// (or the end of the text when it was cut off).
 fn find_pem_keys(text: &str, findings: &mut Vec<Finding>) {
-    const BEGIN: &str = "-----BEGIN ";
+    const BEGIN: &str = PEM_BEGIN;
     let mut from = 0;
     while let Some(offset) = text[from..].find(BEGIN) {
         let start = from + offset;

@@ -35,6 +35,29 @@ pub struct RunRequest {
     pub origin: String,
     /// The run's id; a fresh one when `None`.
     pub run_id: Option<String>,
+    /// The correlation id the turn carries into its tool calls, events, sub-agents, bus
+    /// messages and log lines: the one of the bus message that started it, or `None` for
+    /// a fresh one (every inbound user message).
+    pub correlation_id: Option<String>,
+}
+
+/// A message for the people of a session from an agent (the agent bus's `user` target).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserMessage {
+    /// The session whose people get it.
+    pub session_key: String,
+    /// The bus message id.
+    pub message_id: String,
+    /// The sender's id (`assistant`, a worker's id).
+    pub from: String,
+    /// The sender's role.
+    pub role: String,
+    /// The priority's short name (`normal`, `urgent`, ...).
+    pub priority: String,
+    /// What they read: `(ROLE #N): [TAG] body`.
+    pub text: String,
+    /// The correlation id the message carries.
+    pub correlation_id: String,
 }
 
 /// A started run: its id and its events from the very first.
@@ -146,6 +169,44 @@ impl Runner {
         });
     }
 
+    /// Shows `message` to the people of its session: published at once as a
+    /// [`TurnEventKind::BusMessage`] event (a turn may be running: they see it now), and
+    /// appended to the session as an assistant message of its own once no turn holds it.
+    pub fn post_user_message(self: &Arc<Self>, message: UserMessage) {
+        self.hub.publish(TurnEvent {
+            run_id: format!("bus:{}", message.message_id),
+            session_key: message.session_key.clone(),
+            seq: 1,
+            at_ms: unix_ms(&self.agent),
+            correlation_id: message.correlation_id.clone(),
+            kind: TurnEventKind::BusMessage {
+                message_id: message.message_id.clone(),
+                from: message.from.clone(),
+                role: message.role.clone(),
+                priority: message.priority.clone(),
+                text: message.text.clone(),
+            },
+        });
+        let runner = self.clone();
+        self.tracker.spawn(async move {
+            let appended = async {
+                let session = runner.session(&message.session_key).await?;
+                let mut session = session.lock().await;
+                let body = squidbot_types::session::EntryBody::Message {
+                    role: squidbot_types::session::MessageRole::Assistant,
+                    content: message.text.clone(),
+                    model: None,
+                    usage: None,
+                    interrupted: false,
+                };
+                runner.agent.record(&mut session, vec![body]).await.map_err(AgentError::from)
+            };
+            if let Err(error) = appended.await {
+                tracing::warn!(session = %message.session_key, %error, "can't add a bus message to the session");
+            }
+        });
+    }
+
     /// The agent.
     pub fn agent(&self) -> &Arc<Agent> {
         &self.agent
@@ -223,7 +284,11 @@ impl Runner {
         let events = self.hub.subscribe(Filter::Run(run_id.clone()));
         let handle = RunHandle { run_id: run_id.clone(), session_key: request.session_key.clone(), events };
         let runner = self.clone();
-        let correlation_id = crate::ids::correlation_id();
+        let correlation_id = request
+            .correlation_id
+            .clone()
+            .filter(|id| !id.trim().is_empty())
+            .unwrap_or_else(crate::ids::correlation_id);
         self.tracker.spawn(async move {
             let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone(), correlation_id);
             turn.run(&request.input, &request.origin, &cancel).await;
@@ -488,6 +553,7 @@ mod tests {
             input: "hi".into(),
             origin: "test".into(),
             run_id: Some("r1".into()),
+            correlation_id: None,
         };
         let mut handle = runner.start(request).unwrap();
         let events = collect(&mut handle).await;
@@ -530,6 +596,7 @@ mod tests {
             input: input.into(),
             origin: "test".into(),
             run_id: Some(id.into()),
+            correlation_id: None,
         };
         let mut hanging = runner.start(request("r1", "hang")).unwrap();
         while let Some(event) = hanging.events.recv().await {
@@ -550,7 +617,13 @@ mod tests {
     #[tokio::test]
     async fn reset_starts_a_fresh_conversation() {
         let runner = runner();
-        let request = RunRequest { session_key: "s".into(), input: "one".into(), origin: "test".into(), run_id: None };
+        let request = RunRequest {
+            session_key: "s".into(),
+            input: "one".into(),
+            origin: "test".into(),
+            run_id: None,
+            correlation_id: None,
+        };
         let mut handle = runner.start(request).unwrap();
         collect(&mut handle).await;
         runner.reset("s").await.unwrap();

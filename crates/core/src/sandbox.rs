@@ -15,6 +15,44 @@ pub struct SandboxRequest<'a> {
     pub workspace: &'a Path,
     /// The whole environment the command gets (credentials already filtered out).
     pub environment: Vec<(String, OsString)>,
+    /// Access this one command gets on top of the policy (none for `exec`).
+    pub grants: Grants,
+}
+
+/// Per-command access on top of the policy: a skill install's clone needs its source
+/// readable and its staging directory writable, and nothing else of the host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// Paths the command may read and execute but not change. Hidden paths inside them
+    /// stay hidden; a grant of a hidden path itself is refused.
+    pub read_only: Vec<PathBuf>,
+    /// Paths the command may change, like its workspace.
+    pub read_write: Vec<PathBuf>,
+    /// Whether the command may open network connections.
+    pub network: NetworkGrant,
+}
+
+/// Network access of one command.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NetworkGrant {
+    /// What `[sandbox] network` says.
+    #[default]
+    Policy,
+    /// Allowed, whatever the policy says (a clone from a remote URL).
+    Allowed,
+    /// Refused, whatever the policy says.
+    Denied,
+}
+
+impl NetworkGrant {
+    /// Whether the network is open, given the policy's setting.
+    pub fn allows(self, policy_allows: bool) -> bool {
+        match self {
+            Self::Policy => policy_allows,
+            Self::Allowed => true,
+            Self::Denied => false,
+        }
+    }
 }
 
 /// Tears a sandbox down when dropped (its processes, its temporary directory, its
@@ -81,7 +119,8 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     fn wrap(&self, request: SandboxRequest<'_>) -> Result<SandboxedCommand, SandboxError>;
 }
 
-/// No confinement: `sh -c` on the host, as its own process group.
+/// No confinement: `sh -c` on the host, as its own process group. Grants change nothing:
+/// every path and the network are open anyway.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostShell;
 
@@ -118,11 +157,21 @@ mod tests {
                 command: "echo hi",
                 workspace: Path::new("/work"),
                 environment: vec![("PATH".to_owned(), OsString::from("/bin"))],
+                grants: Grants::default(),
             })
             .unwrap();
         assert_eq!(command.program, PathBuf::from("sh"));
         assert_eq!(command.arguments, [OsString::from("-c"), OsString::from("echo hi")]);
         assert_eq!(command.current_dir, PathBuf::from("/work"));
         assert!(!command.starts_own_session && command.lease.is_none());
+    }
+
+    #[test]
+    fn the_network_grant_overrides_the_policy_only_when_explicit() {
+        for policy in [false, true] {
+            assert_eq!(NetworkGrant::Policy.allows(policy), policy);
+            assert!(NetworkGrant::Allowed.allows(policy));
+            assert!(!NetworkGrant::Denied.allows(policy));
+        }
     }
 }

@@ -278,15 +278,20 @@ impl LinuxSandbox {
             }
             Confiner::Bubblewrap => None,
         };
+        let grants = request.grants;
+        let mut read_only = self.paths.read_only.clone();
+        read_only.extend(grants.read_only);
+        let mut read_write = self.paths.read_write.clone();
+        read_write.extend(grants.read_write);
         let launch = Launch {
             confiner,
             command: request.command.to_owned(),
             workspace: request.workspace.to_path_buf(),
-            read_only: self.paths.read_only.clone(),
-            read_write: self.paths.read_write.clone(),
+            read_only,
+            read_write,
             hidden: self.paths.hidden.clone(),
             private_tmp: private_tmp.as_ref().map(|directory| directory.path().to_path_buf()),
-            network: config.network,
+            network: grants.network.allows(config.network),
             limits: self.limits(process_limit),
             cgroup: cgroup.as_ref().map(|group| group.directory().to_path_buf()),
             bwrap,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use squidbot_core::sandbox::{Grants, NetworkGrant, SandboxRequest};
 use squidbot_core::tool::{Tool, ToolContext, ToolError};
 use squidbot_sandbox::{Active, LinuxSandbox, SandboxSettings};
 use squidbot_tools::{ExecTool, PathGuard};
@@ -105,6 +106,32 @@ impl Fixture {
     async fn run(&self, command: &str) -> String {
         self.exec(json!({ "command": command, "timeout": 30 })).await
     }
+
+    /// Runs `command` straight through the sandbox port with per-command `grants` (the
+    /// `exec` tool never passes any); its output and whether it exited 0.
+    fn run_granted(&self, command: &str, grants: Grants) -> (String, bool) {
+        let wrapped = self
+            .tool
+            .sandbox()
+            .wrap(SandboxRequest {
+                command,
+                workspace: &self.workspace,
+                environment: vec![("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".into())],
+                grants,
+            })
+            .unwrap();
+        let output = std::process::Command::new(&wrapped.program)
+            .args(&wrapped.arguments)
+            .env_clear()
+            .envs(wrapped.environment.iter().map(|(name, value)| (name, value)))
+            .current_dir(&wrapped.current_dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        drop(wrapped.lease);
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (text, output.status.success())
+    }
 }
 
 /// Quotes `path` for `sh`.
@@ -139,6 +166,8 @@ for_each_backend!(environment_holds_no_key);
 for_each_backend!(timeout_kills_every_process);
 for_each_backend!(probe_reports_the_backend);
 for_each_backend!(background_jobs_run_confined);
+for_each_backend!(grants_open_only_what_they_name);
+for_each_backend!(network_grant_overrides_the_policy);
 
 async fn secrets_stay_unreadable(backend: SandboxBackend) {
     let Some(fixture) = Fixture::new(backend, |_| {}) else { return };
@@ -367,4 +396,70 @@ async fn background_jobs_run_confined(backend: SandboxBackend) {
     assert!(!content.contains(PLANTED_KEY), "{content}");
     assert!(!content.ends_with("[exit code 0]\n"), "{content}");
     assert!(!fixture.outside.join("job.txt").exists(), "{content}");
+}
+
+async fn grants_open_only_what_they_name(backend: SandboxBackend) {
+    let Some(fixture) = Fixture::new(backend, |_| {}) else { return };
+    let readable = fixture.outside.join("readable");
+    let writable = fixture.outside.join("writable");
+    let ungranted = fixture.outside.join("ungranted");
+    for directory in [&readable, &writable, &ungranted] {
+        std::fs::create_dir_all(directory).unwrap();
+        std::fs::write(directory.join("file.txt"), "original\n").unwrap();
+    }
+    // A source repository under the hidden home, as a skill install grants it.
+    let source = fixture.home.join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(source.join("SKILL.md"), "in the home\n").unwrap();
+    let grants = || Grants {
+        read_only: vec![readable.clone(), source.clone()],
+        read_write: vec![writable.clone()],
+        network: NetworkGrant::Policy,
+    };
+
+    let (output, ok) = fixture.run_granted(&format!("cat {}/file.txt", quoted(&readable)), grants());
+    assert!(ok && output == "original\n", "a read grant must be readable: {output}");
+    let (output, ok) = fixture.run_granted(&format!("cat {}/SKILL.md", quoted(&source)), grants());
+    assert!(ok && output == "in the home\n", "a read grant inside the hidden home must be readable: {output}");
+    let (output, ok) = fixture.run_granted(&format!("echo changed > {}/file.txt", quoted(&readable)), grants());
+    assert!(!ok, "a read grant must not be writable: {output}");
+    let (output, ok) = fixture.run_granted(&format!("touch {}/new.txt", quoted(&readable)), grants());
+    assert!(!ok && !readable.join("new.txt").exists(), "a read grant must not take new files: {output}");
+    assert_eq!(std::fs::read_to_string(readable.join("file.txt")).unwrap(), "original\n");
+
+    let (output, ok) = fixture.run_granted(
+        &format!("echo changed > {0}/file.txt && mkdir {0}/sub && echo new > {0}/sub/new.txt", quoted(&writable)),
+        grants(),
+    );
+    assert!(ok, "a write grant must be writable: {output}");
+    assert_eq!(std::fs::read_to_string(writable.join("file.txt")).unwrap(), "changed\n");
+    assert_eq!(std::fs::read_to_string(writable.join("sub/new.txt")).unwrap(), "new\n");
+
+    for command in [
+        format!("cat {}/file.txt", quoted(&ungranted)),
+        format!("cat {}", quoted(&fixture.home.join(".ssh/id_rsa"))),
+        format!("cat {}", quoted(&fixture.squidbot_home.join("config.toml"))),
+    ] {
+        let (output, ok) = fixture.run_granted(&command, grants());
+        assert!(!ok, "{command} must fail: {output}");
+        assert!(!output.contains(PLANTED_KEY) && !output.contains(PLANTED_CONFIG) && !output.contains("original"));
+    }
+    let (output, ok) = fixture.run_granted(&format!("echo x > {}/file.txt", quoted(&ungranted)), grants());
+    assert!(!ok, "{output}");
+    assert_eq!(std::fs::read_to_string(ungranted.join("file.txt")).unwrap(), "original\n");
+}
+
+async fn network_grant_overrides_the_policy(backend: SandboxBackend) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let Some(open_policy) = Fixture::new(backend, |config| config.network = true) else { return };
+    let denied = Grants { network: NetworkGrant::Denied, ..Grants::default() };
+    let (output, ok) = open_policy.run_granted(&connect_command(port), denied);
+    assert!(!ok && !output.contains("connected"), "{output}");
+    assert!(!accepted(&listener, Duration::from_millis(300)), "a connection got through: {output}");
+    let Some(closed_policy) = Fixture::new(backend, |_| {}) else { return };
+    let allowed = Grants { network: NetworkGrant::Allowed, ..Grants::default() };
+    let (output, ok) = closed_policy.run_granted(&connect_command(port), allowed);
+    assert!(ok && output.starts_with("connected"), "{output}");
+    assert!(accepted(&listener, Duration::from_secs(5)), "no connection arrived: {output}");
 }

@@ -1,13 +1,15 @@
 //! The agent bus inside the gateway: the assistant's live route (a message starts a turn
-//! on the main session), the loop that keeps the route's heartbeat and delivers trigger
+//! on the main session, or on the session that spawned the worker sending it), the `user`
+//! route (a message shown to the session's people and kept in the session), the running
+//! workers as targets, the loop that keeps the routes' heartbeats and delivers trigger
 //! files of live targets every second, and the `bus.send` / `bus.health` methods.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use squidbot_bus::{Ack, Bus, Delivery, Priority, Route, RouteError, SendError, SendRequest, Sender};
-use squidbot_core::runs::{RunError, RunRequest, Runner};
+use squidbot_bus::{Ack, Bus, Delivery, Priority, Route, RouteError, SendError, SendRequest, Sender, WorkerRoutes};
+use squidbot_core::runs::{RunError, RunRequest, Runner, UserMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
@@ -17,10 +19,12 @@ use crate::ws::methods::MAIN_SESSION;
 /// How often trigger files are read and the route's heartbeat is renewed.
 const POLL: Duration = Duration::from_secs(1);
 
-/// The assistant as a bus target. A delivery starts a turn on the assistant's main
-/// session with the envelope as the user message; the acknowledgement is the run starting
-/// (queued behind a running turn of the session). An `[URGENT]` message first aborts the
-/// session's running turn, which stops at its next safe point, so the urgent one runs next.
+/// The assistant as a bus target. A delivery starts a turn with the envelope as the user
+/// message, under the message's correlation id, on the assistant's main session (on the
+/// session that spawned the worker, when a worker sends); the acknowledgement is the run
+/// starting (queued behind a running turn of the session). An `[URGENT]` message first
+/// aborts the session's running turn, which stops at its next safe point, so the urgent
+/// one runs next.
 pub struct AssistantRoute {
     runner: Arc<Runner>,
 }
@@ -34,17 +38,24 @@ impl AssistantRoute {
 
 impl Route for AssistantRoute {
     async fn deliver(&self, delivery: &Delivery) -> Result<Ack, RouteError> {
+        let session_key = self
+            .runner
+            .agent()
+            .delegation()
+            .and_then(|delegation| delegation.pool().snapshot(&delivery.message.from))
+            .map_or_else(|| MAIN_SESSION.to_owned(), |worker| worker.owner);
         if delivery.message.priority == Priority::Urgent {
-            let stopped = self.runner.abort(MAIN_SESSION, None);
+            let stopped = self.runner.abort(&session_key, None);
             if !stopped.is_empty() {
                 tracing::info!(runs = ?stopped, from = %delivery.message.from, "urgent bus message interrupts the running turn");
             }
         }
         let request = RunRequest {
-            session_key: MAIN_SESSION.to_owned(),
+            session_key,
             input: delivery.text.clone(),
             origin: "bus".to_owned(),
             run_id: None,
+            correlation_id: Some(delivery.message.correlation_id.clone()),
         };
         match self.runner.start(request) {
             Ok(handle) => Ok(Ack { detail: Some(handle.run_id) }),
@@ -55,8 +66,41 @@ impl Route for AssistantRoute {
     }
 }
 
-/// Registers the assistant's route and runs the poll loop until `shutdown`; the route is
-/// unregistered when the loop ends, so later messages wait in trigger files.
+/// The people of a session as a bus target (`user`): the message is shown to the clients
+/// watching the session at once, as a `chat` event of its own, and kept in the session as
+/// an entry of its own. It goes to the sender's conversation (a worker's owner session),
+/// the main session when the sender has none. The acknowledgement is the event going out.
+pub struct UserRoute {
+    runner: Arc<Runner>,
+}
+
+impl UserRoute {
+    /// The route to the people of `runner`'s sessions.
+    pub fn new(runner: Arc<Runner>) -> Self {
+        Self { runner }
+    }
+}
+
+impl Route for UserRoute {
+    async fn deliver(&self, delivery: &Delivery) -> Result<Ack, RouteError> {
+        let message = &delivery.message;
+        let session_key = message.session.clone().unwrap_or_else(|| MAIN_SESSION.to_owned());
+        self.runner.post_user_message(UserMessage {
+            session_key: session_key.clone(),
+            message_id: message.id.clone(),
+            from: message.from.clone(),
+            role: message.role.clone(),
+            priority: message.priority.as_str().to_owned(),
+            text: delivery.text.clone(),
+            correlation_id: message.correlation_id.clone(),
+        });
+        Ok(Ack { detail: Some(format!("shown in session {session_key}")) })
+    }
+}
+
+/// Registers the assistant's and the user's routes and the running workers, and runs the
+/// poll loop until `shutdown`; the routes are unregistered when the loop ends, so later
+/// messages wait in trigger files.
 pub(crate) fn start(gateway: &Arc<Gateway>, shutdown: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
     let bus = gateway.services.bus.clone()?;
     let route = match bus.register("assistant", Arc::new(AssistantRoute::new(gateway.runner.clone()))) {
@@ -66,6 +110,18 @@ pub(crate) fn start(gateway: &Arc<Gateway>, shutdown: CancellationToken) -> Opti
             return None;
         }
     };
+    let user = match bus.register(squidbot_bus::USER, Arc::new(UserRoute::new(gateway.runner.clone()))) {
+        Ok(route) => Some(route),
+        Err(error) => {
+            tracing::error!(%error, "can't register the user on the bus");
+            None
+        }
+    };
+    let workers = gateway.runner.agent().delegation().map(|delegation| {
+        let workers = WorkerRoutes::new(bus.clone());
+        delegation.observe(workers.clone());
+        workers
+    });
     Some(tokio::spawn(async move {
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -74,11 +130,18 @@ pub(crate) fn start(gateway: &Arc<Gateway>, shutdown: CancellationToken) -> Opti
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => {
                     route.heartbeat();
+                    if let Some(user) = &user {
+                        user.heartbeat();
+                    }
+                    if let Some(workers) = &workers {
+                        workers.heartbeat();
+                    }
                     bus.ingest_live().await;
                 }
             }
         }
         drop(route);
+        drop(user);
         bus.drain().await;
     }))
 }
@@ -105,8 +168,9 @@ pub(crate) fn error_json(error: &SendError) -> MethodError {
         .with_details(json!({"code": error.code().to_uppercase(), "status": error.code()}))
 }
 
-/// `bus.send {target, message, priority?, from?, correlationId?}`: `from` is `user` (the
-/// default) or a role the operator speaks for.
+/// `bus.send {target, message, priority?, from?, correlationId?, sessionKey?}`: `from` is
+/// `user` (the default) or a role the operator speaks for; `sessionKey` is where a message
+/// to `user` shows (the main session by default).
 pub(crate) async fn send(gateway: &Gateway, params: &Map<String, Value>) -> Result<Value, MethodError> {
     let bus = bus(gateway)?;
     let target = required_str(params, "target")?;
@@ -134,6 +198,7 @@ pub(crate) async fn send(gateway: &Gateway, params: &Map<String, Value>) -> Resu
         body: body.to_owned(),
         priority,
         correlation_id: optional_str(params, "correlationId")?.map(str::to_owned),
+        session: optional_str(params, "sessionKey")?.map(str::to_owned),
     };
     bus.send(&sender, request).await.map(|result| result.to_json()).map_err(|error| error_json(&error))
 }
@@ -149,5 +214,6 @@ pub(crate) fn health(gateway: &Gateway, params: &Map<String, Value>) -> Result<V
         "health": report.health.as_str(),
         "lastSeenMs": report.last_seen_ms,
         "live": bus.live_targets(),
+        "aliases": bus.live_aliases().into_iter().map(|(alias, target)| json!({"alias": alias, "target": target})).collect::<Vec<_>>(),
     }))
 }

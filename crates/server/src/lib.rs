@@ -85,7 +85,7 @@ impl std::fmt::Debug for Gateway {
 impl Gateway {
     /// A gateway running turns with `runner`; `models` are listed by `GET /v1/models`.
     pub fn new(runner: Arc<Runner>, auth: Auth, models: Vec<String>, services: Services) -> Arc<Self> {
-        Arc::new(Self {
+        let gateway = Arc::new(Self {
             runner,
             auth,
             models,
@@ -96,7 +96,11 @@ impl Gateway {
             ws_open: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
             connections: tokio_util::task::TaskTracker::new(),
-        })
+        });
+        if let Some(delegation) = gateway.runner.agent().delegation() {
+            delegation.observe(Arc::new(metrics::WorkerMetrics(Arc::downgrade(&gateway))));
+        }
+        gateway
     }
 
     /// The runner all front ends share.
@@ -156,6 +160,8 @@ impl Gateway {
             ws_connections: self.ws_open.load(Ordering::Relaxed),
             channels: Vec::new(),
             uptime: self.started.elapsed(),
+            workers_running: self.runner.agent().delegation().map_or(0, |delegation| delegation.pool().running().len()),
+            bus_results: self.services.bus.as_ref().map(|bus| bus.result_counts()).unwrap_or_default(),
         }
     }
 }

@@ -1,27 +1,43 @@
 //! Gateway metrics in the Prometheus text exposition format. Turn, model-call and tool
-//! figures come from the shared turn event stream ([`Metrics::record`]); HTTP requests,
-//! WebSocket connections and errors are counted where they happen.
+//! figures come from the shared turn event stream ([`Metrics::record`]); sub-agents from
+//! the delegator ([`WorkerMetrics`]); HTTP requests, WebSocket connections and errors are
+//! counted where they happen; running workers and bus messages are read at render time.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
+use squidbot_core::delegation::{WorkerInbox, WorkerObserver, WorkerOutcome, WorkerSnapshot};
 use squidbot_core::events::{RunEnd, TurnEvent, TurnEventKind};
 
 /// Upper bounds (seconds) of the duration histograms.
 const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
-#[derive(Debug, Default, Clone)]
+/// Upper bounds (seconds) of the delegation histogram: sub-agents take seconds to minutes.
+const DELEGATION_BUCKETS: [f64; 11] = [0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0];
+
+#[derive(Debug, Clone)]
 struct Histogram {
+    bounds: &'static [f64; BUCKETS.len()],
     counts: [u64; BUCKETS.len()],
     count: u64,
     sum: f64,
 }
 
+impl Default for Histogram {
+    fn default() -> Self {
+        Self { bounds: &BUCKETS, counts: [0; BUCKETS.len()], count: 0, sum: 0.0 }
+    }
+}
+
 impl Histogram {
+    fn delegation() -> Self {
+        Self { bounds: &DELEGATION_BUCKETS, ..Self::default() }
+    }
+
     fn observe(&mut self, duration: Duration) {
         let seconds = duration.as_secs_f64();
-        for (bound, count) in BUCKETS.iter().zip(self.counts.iter_mut()) {
+        for (bound, count) in self.bounds.iter().zip(self.counts.iter_mut()) {
             if seconds <= *bound {
                 *count += 1;
             }
@@ -32,7 +48,7 @@ impl Histogram {
 
     fn render(&self, output: &mut String, name: &str, labels: &str) {
         let separator = if labels.is_empty() { "" } else { "," };
-        for (bound, count) in BUCKETS.iter().zip(self.counts.iter()) {
+        for (bound, count) in self.bounds.iter().zip(self.counts.iter()) {
             output.push_str(&format!("{name}_bucket{{{labels}{separator}le=\"{bound}\"}} {count}\n"));
         }
         output.push_str(&format!("{name}_bucket{{{labels}{separator}le=\"+Inf\"}} {}\n", self.count));
@@ -54,6 +70,9 @@ struct Data {
     llm_seconds: BTreeMap<(String, String), Histogram>,
     errors: BTreeMap<&'static str, u64>,
     ws_connections_total: u64,
+    workers_started: BTreeMap<String, u64>,
+    workers_finished: BTreeMap<(String, &'static str), u64>,
+    delegation_seconds: BTreeMap<String, Histogram>,
 }
 
 /// Gauges read at render time.
@@ -69,6 +88,10 @@ pub struct Gauges {
     pub channels: Vec<(String, bool)>,
     /// Time since start.
     pub uptime: Duration,
+    /// Sub-agents running now.
+    pub workers_running: usize,
+    /// Bus messages so far by delivery result (read from the bus).
+    pub bus_results: Vec<(String, u64)>,
 }
 
 /// `provider` and `model` of a `provider/model` name.
@@ -135,6 +158,19 @@ impl Metrics {
                 *data.errors.entry("turn").or_default() += 1;
             }
             _ => {}
+        });
+    }
+
+    /// A sub-agent of `role` started.
+    pub fn worker_started(&self, role: &str) {
+        self.with(|data| *data.workers_started.entry(role.to_owned()).or_default() += 1);
+    }
+
+    /// A sub-agent of `role` ended after `duration`.
+    pub fn worker_finished(&self, role: &str, outcome: WorkerOutcome, duration: Duration) {
+        self.with(|data| {
+            *data.workers_finished.entry((role.to_owned(), outcome.as_str())).or_default() += 1;
+            data.delegation_seconds.entry(role.to_owned()).or_insert_with(Histogram::delegation).observe(duration);
         });
     }
 
@@ -235,12 +271,60 @@ impl Metrics {
         for (tool, histogram) in &data.tool_seconds {
             histogram.render(&mut output, "squidbot_tool_duration_seconds", &format!("tool=\"{}\"", label(tool)));
         }
+        family(&mut output, "squidbot_workers_running", "gauge", "Sub-agents running now.");
+        output.push_str(&format!("squidbot_workers_running {}\n", gauges.workers_running));
+        family(&mut output, "squidbot_workers_started_total", "counter", "Sub-agents started by role.");
+        for (role, count) in &data.workers_started {
+            output.push_str(&format!("squidbot_workers_started_total{{role=\"{}\"}} {count}\n", label(role)));
+        }
+        family(
+            &mut output,
+            "squidbot_workers_finished_total",
+            "counter",
+            "Sub-agents ended by role and outcome (done, failed, cancelled, timeout).",
+        );
+        for ((role, outcome), count) in &data.workers_finished {
+            output.push_str(&format!(
+                "squidbot_workers_finished_total{{role=\"{}\",outcome=\"{outcome}\"}} {count}\n",
+                label(role)
+            ));
+        }
+        family(
+            &mut output,
+            "squidbot_delegation_duration_seconds",
+            "histogram",
+            "Sub-agent run time from delegation to its end, by role.",
+        );
+        for (role, histogram) in &data.delegation_seconds {
+            histogram.render(&mut output, "squidbot_delegation_duration_seconds", &format!("role=\"{}\"", label(role)));
+        }
+        family(&mut output, "squidbot_bus_messages_total", "counter", "Agent bus attempts by delivery result.");
+        for (result, count) in &gauges.bus_results {
+            output.push_str(&format!("squidbot_bus_messages_total{{result=\"{}\"}} {count}\n", label(result)));
+        }
         family(&mut output, "squidbot_http_requests_total", "counter", "HTTP requests by route and status.");
         for ((route, status), count) in &data.requests {
             output
                 .push_str(&format!("squidbot_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {count}\n"));
         }
         output
+    }
+}
+
+/// Counts the delegator's workers into the gateway's metrics.
+pub(crate) struct WorkerMetrics(pub(crate) Weak<crate::Gateway>);
+
+impl WorkerObserver for WorkerMetrics {
+    fn worker_started(&self, worker: &WorkerSnapshot, _inbox: &WorkerInbox) {
+        if let Some(gateway) = self.0.upgrade() {
+            gateway.metrics.worker_started(&worker.role);
+        }
+    }
+
+    fn worker_ended(&self, worker: &WorkerSnapshot, outcome: WorkerOutcome) {
+        if let Some(gateway) = self.0.upgrade() {
+            gateway.metrics.worker_finished(&worker.role, outcome, worker.elapsed);
+        }
     }
 }
 
@@ -288,5 +372,32 @@ mod tests {
         assert!(text.contains("squidbot_channel_up{channel=\"matrix\"} 1\n"), "{text}");
         assert!(text.contains("squidbot_errors_total{kind=\"turn\"} 1\n"), "{text}");
         assert_eq!(metrics.usage_totals(), (3, 15, 3));
+    }
+
+    #[test]
+    fn delegations_and_bus_messages_are_counted() {
+        let metrics = Metrics::default();
+        metrics.worker_started("coder");
+        metrics.worker_started("coder");
+        metrics.worker_finished("coder", WorkerOutcome::Done, Duration::from_secs(20));
+        metrics.worker_finished("coder", WorkerOutcome::TimedOut, Duration::from_secs(400));
+        let gauges = Gauges {
+            workers_running: 1,
+            bus_results: vec![("delivered.verified".into(), 3), ("owner_binding_violation".into(), 1)],
+            ..Gauges::default()
+        };
+        let text = metrics.render(&gauges);
+        for line in [
+            "squidbot_workers_running 1\n",
+            "squidbot_workers_started_total{role=\"coder\"} 2\n",
+            "squidbot_workers_finished_total{role=\"coder\",outcome=\"done\"} 1\n",
+            "squidbot_workers_finished_total{role=\"coder\",outcome=\"timeout\"} 1\n",
+            "squidbot_delegation_duration_seconds_bucket{role=\"coder\",le=\"30\"} 1\n",
+            "squidbot_delegation_duration_seconds_bucket{role=\"coder\",le=\"900\"} 2\n",
+            "squidbot_delegation_duration_seconds_count{role=\"coder\"} 2\n",
+            "squidbot_bus_messages_total{result=\"owner_binding_violation\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
     }
 }

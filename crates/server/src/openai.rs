@@ -144,6 +144,7 @@ async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
         input: request.input.clone(),
         origin: "openai".into(),
         run_id: Some(format!("chatcmpl-{}", squidbot_core::ids::entry_id())),
+        correlation_id: None,
     };
     let handle = match gateway.runner.start(run) {
         Ok(handle) => handle,

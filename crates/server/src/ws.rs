@@ -12,10 +12,9 @@ pub(crate) mod methods;
 mod translate;
 mod workers;
 
-use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -24,7 +23,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Map, Value, json};
-use squidbot_core::events::{Filter, Subscription};
+use squidbot_core::events::{Filter, Subscription, Watchlist};
 use tokio::sync::mpsc;
 
 use crate::Gateway;
@@ -119,7 +118,9 @@ pub(crate) struct Connection {
     protocol: u64,
     access: Access,
     scopes: Vec<String>,
-    watched: Arc<Mutex<HashSet<String>>>,
+    /// The sessions this connection receives events of, kept in the hub's index; `None`
+    /// until the handshake succeeded.
+    watched: Option<Watchlist>,
     runs: translate::Runs,
     not_reading: bool,
 }
@@ -138,7 +139,6 @@ async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
             }
         }
     });
-    let watched = Arc::new(Mutex::new(HashSet::new()));
     let mut connection = Connection {
         gateway: gateway.clone(),
         peer,
@@ -148,21 +148,14 @@ async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
         protocol: PROTOCOL_MAX,
         access: Access::Read,
         scopes: Vec::new(),
-        watched: watched.clone(),
+        watched: None,
         runs: translate::Runs::default(),
         not_reading: false,
     };
     let stop = match connection.handshake(&mut stream).await {
         Ok(()) => {
-            let filter = {
-                let watched = watched.clone();
-                Filter::Custom(Arc::new(move |event| {
-                    watched
-                        .lock()
-                        .is_ok_and(|watched| watched.contains(&event.session_key) || watched.contains(&event.run_id))
-                }))
-            };
-            let events = gateway.runner.hub().subscribe(filter);
+            let events = gateway.runner.hub().subscribe(Filter::Watched);
+            connection.watched = Some(events.watchlist());
             connection.main_loop(&mut stream, events).await
         }
         Err(stop) => stop,
@@ -361,8 +354,10 @@ impl Connection {
 
     /// Watches a session's (or run's) events from now on.
     pub(crate) fn watch(&self, key: &str) {
-        if let Ok(mut watched) = self.watched.lock() {
-            watched.insert(key.to_owned());
+        if let Some(watched) = &self.watched {
+            // A key watched here has always matched run ids as well as session keys.
+            watched.watch_session(key);
+            watched.watch_run(key);
         }
     }
 

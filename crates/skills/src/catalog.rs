@@ -3,12 +3,13 @@
 //! modification times of the source directories and of every `SKILL.md`.
 //!
 //! When nothing changed, a discovery costs one `stat` per source directory and one per
-//! skill; a skill written while running is seen at the next call.
+//! skill; a skill written while running is seen at the next call. Calls that arrive while
+//! a discovery runs share the next one instead of each doing their own.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -150,6 +151,50 @@ pub struct SkillCatalog {
     roots: SkillRoots,
     host: Arc<dyn Host>,
     cache: Mutex<Cache>,
+    flights: Flights,
+}
+
+/// Shares discoveries between concurrent calls: a thousand turns starting together would
+/// otherwise each stat every skill, one after the other under the cache's lock, holding a
+/// blocking thread each. A discovery that began after a call arrived saw the files as
+/// they were at that call or later, so its result is as good as the call's own.
+#[derive(Default)]
+struct Flights {
+    state: Mutex<FlightState>,
+    landed: Condvar,
+}
+
+/// Discoveries are told apart by their group directory (`None`: no group).
+type FlightKey = Option<PathBuf>;
+
+#[derive(Default)]
+struct FlightState {
+    /// Discoveries started so far; each takes the next number.
+    started: u64,
+    /// The groups with a discovery running.
+    running: Vec<FlightKey>,
+    /// Calls waiting for a discovery to land.
+    waiting: usize,
+    /// The latest result of each group with the number of its discovery, kept for the
+    /// calls waiting on it.
+    landed: Vec<(FlightKey, u64, Discovery)>,
+}
+
+/// Most results kept for waiting calls; older ones are dropped first.
+const MAX_LANDED: usize = 16;
+
+/// Takes a running discovery off the list even if it panics, so waiting calls never hang.
+struct Takeoff<'a> {
+    flights: &'a Flights,
+    key: FlightKey,
+}
+
+impl Drop for Takeoff<'_> {
+    fn drop(&mut self) {
+        let mut state = self.flights.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.running.retain(|running| *running != self.key);
+        self.flights.landed.notify_all();
+    }
 }
 
 impl std::fmt::Debug for SkillCatalog {
@@ -161,7 +206,7 @@ impl std::fmt::Debug for SkillCatalog {
 impl SkillCatalog {
     /// A catalog over `roots`, checking requirements against this machine.
     pub fn new(roots: SkillRoots) -> Self {
-        Self { roots, host: Arc::new(SystemHost), cache: Mutex::new(Cache::default()) }
+        Self { roots, host: Arc::new(SystemHost), cache: Mutex::new(Cache::default()), flights: Flights::default() }
     }
 
     /// Checks requirements against `host` instead (tests, remote hosts).
@@ -177,13 +222,53 @@ impl SkillCatalog {
 
     /// Discovers the skills of a context without a group.
     pub fn discover(&self) -> Discovery {
-        self.discover_inner(None)
+        self.shared_discovery(None)
     }
 
     /// Discovers the skills of a group's context: `group` (which may not exist) sits
     /// between the user's skills and the workspace's.
     pub fn discover_with_group(&self, group: &Path) -> Discovery {
-        self.discover_inner(Some(group))
+        self.shared_discovery(Some(group))
+    }
+
+    /// A discovery that started after this call: its own, or one running for another
+    /// call that started later than this one. Only the call that ran it gets
+    /// `new_problems`, so each problem is still reported once.
+    fn shared_discovery(&self, group: Option<&Path>) -> Discovery {
+        let key: FlightKey = group.map(Path::to_path_buf);
+        let flights = &self.flights;
+        let mut state = flights.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let arrived = state.started;
+        loop {
+            if let Some((_, _, result)) =
+                state.landed.iter().find(|(landed, number, _)| *landed == key && *number > arrived)
+            {
+                return Discovery { new_problems: Vec::new(), ..result.clone() };
+            }
+            if !state.running.contains(&key) {
+                break;
+            }
+            state.waiting += 1;
+            state = flights.landed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state.waiting -= 1;
+        }
+        state.started += 1;
+        let number = state.started;
+        state.running.push(key.clone());
+        drop(state);
+        let takeoff = Takeoff { flights, key };
+        let discovery = self.discover_inner(group);
+        let mut state = flights.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.landed.retain(|(landed, _, _)| *landed != takeoff.key);
+        if state.waiting > 0 {
+            if state.landed.len() >= MAX_LANDED {
+                state.landed.remove(0);
+            }
+            state.landed.push((takeoff.key.clone(), number, Discovery { new_problems: Vec::new(), ..discovery.clone() }));
+        }
+        drop(state);
+        drop(takeoff);
+        discovery
     }
 
     fn discover_inner(&self, group: Option<&Path>) -> Discovery {

@@ -1,6 +1,8 @@
 //! Installing a skill: fetch (local directory, local git repository, or git URL),
 //! validate without running anything from it, copy atomically into the user's skills
-//! directory, and log the attempt as a JSON line.
+//! directory, and log the attempt as a JSON line. The clone and the validation are the
+//! steps that touch untrusted data; an [`InstallIsolation`] decides where they run (the
+//! binary runs them confined by the sandbox, see [`SandboxedInstall`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,10 +13,17 @@ use serde::Serialize;
 use crate::manifest::{Manifest, SKILL_FILE, read_skill_file};
 use crate::problem::{ProblemKind, SkillProblem};
 
+mod copy;
 mod git;
+mod sandboxed;
 mod tree;
+mod verdict;
 
 pub use git::GIT_TIMEOUT;
+pub use sandboxed::{SandboxedInstall, VALIDATE_TIMEOUT};
+pub use verdict::{
+    Accepted, MAX_VERDICT_BYTES, ReportedProblem, VALIDATE_SUBCOMMAND, Verdict, run_validator_if_requested,
+};
 
 /// Largest total size of an installed skill's files.
 pub const MAX_SKILL_BYTES: u64 = 5 * 1024 * 1024;
@@ -70,21 +79,68 @@ pub fn validate_skill_dir(path: &Path) -> Result<ValidSkill, Vec<SkillProblem>> 
     }
 }
 
-/// Validates fetched, untrusted skill files. This is the hook the sandbox wraps: an
-/// implementation may run [`validate_skill_dir`] in a confined helper process instead of
-/// in the gateway itself.
-pub trait SkillValidator: Send + Sync {
-    /// Validates the skill in `directory`.
-    fn validate(&self, directory: &Path) -> Result<ValidSkill, Vec<SkillProblem>>;
+/// A repository to clone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository {
+    /// What git is given: a local path or a URL.
+    pub url: String,
+    /// The local repository the clone reads, when it is one (a path or a `file://` URL).
+    pub local: Option<PathBuf>,
+    /// True when the clone needs the network.
+    pub remote: bool,
 }
 
-/// Validates in this process (nothing from the skill is executed either way).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct InProcessValidator;
+/// Where the steps that touch untrusted data run: cloning and validating.
+pub trait InstallIsolation: Send + Sync {
+    /// How they are confined, for the log and the output (`landlock`, `bubblewrap`,
+    /// `none`, `in-process`).
+    fn backend(&self) -> String;
+    /// True when the steps run confined.
+    fn confined(&self) -> bool;
+    /// Clones `repository` into `into`, a directory to create inside `workspace` (the only
+    /// place the clone may write).
+    fn clone_repository(
+        &self,
+        repository: &Repository,
+        workspace: &Path,
+        into: &Path,
+        timeout: Duration,
+    ) -> Result<(), String>;
+    /// Validates the skill in `directory`; `scratch` is an empty directory it may use.
+    fn validate(&self, directory: &Path, scratch: &Path) -> Result<Accepted, Vec<SkillProblem>>;
+}
 
-impl SkillValidator for InProcessValidator {
-    fn validate(&self, directory: &Path) -> Result<ValidSkill, Vec<SkillProblem>> {
-        validate_skill_dir(directory)
+/// Clones and validates in this process, unconfined (tests, library use).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InProcess;
+
+impl InstallIsolation for InProcess {
+    fn backend(&self) -> String {
+        "in-process".to_owned()
+    }
+
+    fn confined(&self) -> bool {
+        false
+    }
+
+    fn clone_repository(
+        &self,
+        repository: &Repository,
+        _workspace: &Path,
+        into: &Path,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        git::clone(&repository.url, into, timeout)
+    }
+
+    fn validate(&self, directory: &Path, _scratch: &Path) -> Result<Accepted, Vec<SkillProblem>> {
+        let valid = validate_skill_dir(directory)?;
+        Ok(Accepted {
+            name: valid.manifest.name,
+            description: valid.manifest.description,
+            files: valid.files,
+            bytes: valid.bytes,
+        })
     }
 }
 
@@ -119,6 +175,10 @@ pub struct Installed {
     pub files: usize,
     /// Bytes copied.
     pub bytes: u64,
+    /// Where the clone and validation ran (`landlock`, `bubblewrap`, `none`, `in-process`).
+    pub backend: String,
+    /// False when they ran unconfined.
+    pub confined: bool,
 }
 
 /// Why an install failed.
@@ -170,16 +230,16 @@ fn join(problems: &[SkillProblem]) -> String {
     problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
-/// Installs with validation in this process; see [`install_with`].
+/// Installs with cloning and validation in this process; see [`install_with`].
 pub fn install(request: &InstallRequest) -> Result<Installed, InstallError> {
-    install_with(request, &InProcessValidator)
+    install_with(request, &InProcess)
 }
 
-/// Fetches, validates with `validator`, and copies the skill into
+/// Fetches and validates through `isolation`, then copies the skill into
 /// `<skills_root>/<name>` through a hidden staging directory and a rename, so the
-/// skills directory never holds half a skill. Every attempt is logged.
-pub fn install_with(request: &InstallRequest, validator: &dyn SkillValidator) -> Result<Installed, InstallError> {
-    let result = install_inner(request, validator);
+/// skills directory never holds half a skill. Every attempt is logged with the backend.
+pub fn install_with(request: &InstallRequest, isolation: &dyn InstallIsolation) -> Result<Installed, InstallError> {
+    let result = install_inner(request, isolation);
     let (name, outcome, error) = match &result {
         Ok(installed) => {
             (Some(installed.name.clone()), if installed.replaced { "replaced" } else { "installed" }, None)
@@ -192,6 +252,8 @@ pub fn install_with(request: &InstallRequest, validator: &dyn SkillValidator) ->
         "name": name,
         "result": outcome,
         "error": error,
+        "sandbox": isolation.backend(),
+        "confined": isolation.confined(),
     });
     if let Err(error) = append_line(&request.log_file, &line.to_string()) {
         tracing::warn!(%error, path = %request.log_file.display(), "can't log the skill install");
@@ -210,7 +272,11 @@ fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
 /// Where the files come from.
 enum Origin {
     Directory(PathBuf),
-    Repository(String),
+    Repository(Repository),
+}
+
+fn local_repository(path: &Path) -> Repository {
+    Repository { url: path.display().to_string(), local: Some(path.to_path_buf()), remote: false }
 }
 
 fn classify(source: &str) -> Result<Origin, String> {
@@ -221,22 +287,32 @@ fn classify(source: &str) -> Result<Origin, String> {
     if source.starts_with('-') {
         return Err("a source must not start with `-`".into());
     }
-    if let Some((scheme, _)) = source.split_once("://") {
+    if let Some((scheme, rest)) = source.split_once("://") {
         return match scheme {
-            "file" | "https" | "http" | "ssh" | "git" => Ok(Origin::Repository(source.to_owned())),
+            "file" => {
+                let path = Path::new(rest);
+                let local = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+                Ok(Origin::Repository(Repository { url: source.to_owned(), local: Some(local), remote: false }))
+            }
+            "https" | "http" | "ssh" | "git" => {
+                Ok(Origin::Repository(Repository { url: source.to_owned(), local: None, remote: true }))
+            }
             other => Err(format!("unsupported URL scheme {other:?} (use file, https, ssh or git)")),
         };
     }
     let path = Path::new(source);
     if path.is_dir() {
+        // The path as the user meant it, links resolved once, here; the copy then
+        // follows no link at all.
+        let path = path.canonicalize().map_err(|error| format!("can't resolve it: {error}"))?;
         return Ok(if path.join(".git").exists() {
-            Origin::Repository(source.to_owned())
+            Origin::Repository(local_repository(&path))
         } else {
-            Origin::Directory(path.to_path_buf())
+            Origin::Directory(path)
         });
     }
     if git::is_scp_like(source) {
-        return Ok(Origin::Repository(source.to_owned()));
+        return Ok(Origin::Repository(Repository { url: source.to_owned(), local: None, remote: true }));
     }
     Err("it is not a directory, a git repository or a git URL".into())
 }
@@ -266,7 +342,7 @@ impl Drop for Staging {
     }
 }
 
-fn install_inner(request: &InstallRequest, validator: &dyn SkillValidator) -> Result<Installed, InstallError> {
+fn install_inner(request: &InstallRequest, isolation: &dyn InstallIsolation) -> Result<Installed, InstallError> {
     let given = request.source.clone();
     let origin =
         classify(&request.source).map_err(|reason| InstallError::BadSource { given: given.clone(), reason })?;
@@ -275,25 +351,38 @@ fn install_inner(request: &InstallRequest, validator: &dyn SkillValidator) -> Re
         reason: error.to_string(),
     };
     let staging = Staging::create(&request.skills_root).map_err(|error| write_error(&request.skills_root, error))?;
+    // The untrusted steps get their own directories; the copy goes where they never could.
+    let fetch = staging.0.join("fetch");
+    let scratch = staging.0.join("scratch");
+    for directory in [&fetch, &scratch] {
+        std::fs::create_dir(directory).map_err(|error| write_error(directory, error))?;
+    }
     let fetched = match origin {
         Origin::Directory(path) => path,
-        Origin::Repository(url) => {
-            let clone = staging.0.join("clone");
-            git::clone(&url, &clone, request.git_timeout)
+        Origin::Repository(repository) => {
+            let clone = fetch.join("clone");
+            isolation
+                .clone_repository(&repository, &fetch, &clone, request.git_timeout)
                 .map_err(|reason| InstallError::Fetch { given: given.clone(), reason })?;
             clone
         }
     };
-    let valid =
-        validator.validate(&fetched).map_err(|problems| InstallError::Invalid { given: given.clone(), problems })?;
-    let name = valid.manifest.name.clone();
+    let valid = isolation
+        .validate(&fetched, &scratch)
+        .map_err(|problems| InstallError::Invalid { given: given.clone(), problems })?;
+    let name = valid.name.clone();
     let destination = request.skills_root.join(&name);
     let exists = destination.symlink_metadata().is_ok();
     if exists && !request.force {
         return Err(InstallError::AlreadyInstalled { name, directory: destination });
     }
     let copy = staging.0.join("skill");
-    tree::copy(&fetched, &copy).map_err(|problems| InstallError::Invalid { given: given.clone(), problems })?;
+    let copied =
+        copy::copy(&fetched, &copy).map_err(|problems| InstallError::Invalid { given: given.clone(), problems })?;
+    if copy.join(SKILL_FILE).symlink_metadata().map(|metadata| metadata.is_file()).ok() != Some(true) {
+        let problems = vec![SkillProblem::new(&fetched, ProblemKind::MissingSkillFile)];
+        return Err(InstallError::Invalid { given, problems });
+    }
     let replaced = staging.0.join("replaced");
     if exists {
         std::fs::rename(&destination, &replaced).map_err(|error| write_error(&destination, error))?;
@@ -306,11 +395,13 @@ fn install_inner(request: &InstallRequest, validator: &dyn SkillValidator) -> Re
     }
     Ok(Installed {
         name,
-        description: valid.manifest.description,
+        description: valid.description,
         directory: destination,
         replaced: exists,
-        files: valid.files,
-        bytes: valid.bytes,
+        files: copied.files,
+        bytes: copied.bytes,
+        backend: isolation.backend(),
+        confined: isolation.confined(),
     })
 }
 

@@ -58,6 +58,9 @@ pub enum ProblemKind {
     /// The directory has no `SKILL.md`.
     #[error("there is no SKILL.md")]
     MissingSkillFile,
+    /// What the confined validator process said (it reports problems as text).
+    #[error("{0}")]
+    Reported(String),
 }
 
 /// A problem with one file or directory of a skill.

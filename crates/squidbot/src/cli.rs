@@ -49,11 +49,29 @@ pub enum Command {
     /// Send a message to an agent over the agent bus: through the running gateway, or
     /// into the target's trigger file when no gateway answers.
     Send(SendArgs),
+    /// List or stop the assistant's sub-agents in the running gateway.
+    Workers {
+        /// Which workers action.
+        #[command(subcommand)]
+        action: WorkersAction,
+    },
     /// List, inspect and install skills.
     Skills {
         /// Which skills action.
         #[command(subcommand)]
         action: SkillsAction,
+    },
+}
+
+/// `squidbot workers …`.
+#[derive(Debug, Subcommand)]
+pub enum WorkersAction {
+    /// List sub-agents: id, role, state, priority, age, session and last status line.
+    List(JsonFlag),
+    /// Stop a running sub-agent; its owner session gets the cancelled result.
+    Cancel {
+        /// The worker's id (from `squidbot workers list`).
+        id: String,
     },
 }
 

@@ -4,6 +4,7 @@ mod agent;
 mod config;
 mod doctor;
 mod gateway;
+mod gateway_client;
 mod memory;
 mod onboard;
 mod repl;
@@ -11,6 +12,7 @@ mod send;
 mod sessions;
 mod skills;
 mod status;
+mod workers;
 
 use std::process::ExitCode;
 
@@ -54,6 +56,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         Command::Send(arguments) => {
             let environment = Environment::load()?;
             runtime.block_on(send::run(&environment, &arguments))
+        }
+        Command::Workers { action } => {
+            let environment = Environment::load()?;
+            runtime.block_on(workers::run(&environment, &action)).map(|()| ExitCode::SUCCESS)
         }
         Command::Skills { action } => {
             let environment = Environment::load()?;

@@ -21,6 +21,10 @@ fn main() -> ExitCode {
     if let Some(code) = squidbot_sandbox::run_if_requested() {
         return code;
     }
+    // So does the skill validator `skills install` starts inside the sandbox.
+    if let Some(code) = squidbot_skills::install::run_validator_if_requested() {
+        return code;
+    }
     let cli = cli::Cli::parse();
     // Blocking work (SQLite, session appends, file tools) gets a bounded pool: under a
     // thousand concurrent turns the default 512 threads only add memory and contention.

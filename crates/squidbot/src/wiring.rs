@@ -224,7 +224,8 @@ impl Environment {
             registry.register(tool);
         }
         let sender = squidbot_bus::Sender::role(ASSISTANT_ROLE);
-        registry.register(Arc::new(squidbot_tools::SendTool::new(self.bus()?, sender)));
+        let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config()));
+        registry.register(Arc::new(squidbot_tools::SendTool::new(self.bus()?, sender).with_leak_scanner(leaks)));
         if let Some(mcp) = self.mcp()? {
             registry.add_source(mcp);
         }
@@ -410,6 +411,11 @@ impl Environment {
             let role = crate::agents::resolve(config, &name, &workspace)?;
             let mut tools = allowed_tools(&self.with_role_sandbox(catalogue, role.sandbox.as_ref()), &role.tools);
             tools.register(Arc::new(SetStatusTool::new(pool.clone())));
+            if role.tools.iter().any(|tool| tool == roles::SEND) {
+                // A sub-agent sends as itself (`(CODER #1):`), not with the assistant's tool.
+                let send = squidbot_tools::SendTool::for_workers(self.bus()?, pool.clone());
+                tools.register(Arc::new(send.with_leak_scanner(leaks.clone())));
+            }
             tracing::debug!(role = %name, tools = ?tools, "sub-agent role");
             let settings = AgentSettings {
                 context_window: router.context_window(&model).unwrap_or(config.llm.context_window),

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use squidbot_core::sandbox::{Confinement, HostShell, Sandbox, SandboxRequest, SandboxedCommand};
+use squidbot_core::sandbox::{Confinement, Grants, HostShell, Sandbox, SandboxRequest, SandboxedCommand};
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 use squidbot_types::config::ExecConfig;
@@ -104,8 +104,12 @@ impl ExecTool {
 
     /// Confines `command` through the sandbox, in `directory` with the filtered environment.
     fn wrap(&self, command: &str, directory: &std::path::Path) -> Result<SandboxedCommand, ToolError> {
-        let request =
-            SandboxRequest { command, workspace: directory, environment: environment::values(&self.passed_names) };
+        let request = SandboxRequest {
+            command,
+            workspace: directory,
+            environment: environment::values(&self.passed_names),
+            grants: Grants::default(),
+        };
         self.sandbox.wrap(request).map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))
     }
 

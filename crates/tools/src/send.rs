@@ -1,13 +1,15 @@
 //! `send`: a message from the calling agent to another agent or a person over the agent
 //! bus. The sender identity is bound when the tool is built (each agent gets its own
 //! `SendTool`), so a model can't send as someone else; the correlation id comes from the
-//! call's context.
+//! call's context. Secrets in the text are redacted before it leaves.
 
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use squidbot_bus::{Bus, DeliveryStatus, Priority, SendError, SendRequest, Sender};
+use squidbot_core::delegation::WorkerPool;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 
@@ -30,12 +32,42 @@ pub struct SendArguments {
 pub struct SendTool {
     bus: Arc<Bus>,
     sender: Sender,
+    leaks: LeakScanner,
+    /// Set for sub-agents: each call sends as the worker whose session makes it, not as
+    /// `sender`.
+    workers: Option<Arc<WorkerPool>>,
 }
 
 impl SendTool {
     /// A `send` tool sending as `sender` (a background worker's sender carries its owner).
     pub fn new(bus: Arc<Bus>, sender: Sender) -> Self {
-        Self { bus, sender }
+        Self { bus, sender, leaks: LeakScanner::default(), workers: None }
+    }
+
+    /// The `send` tool of sub-agents: each call sends as the calling worker, `(ROLE #N):`
+    /// numbered per worker run, and a background worker only to the agent that spawned it.
+    pub fn for_workers(bus: Arc<Bus>, pool: Arc<WorkerPool>) -> Self {
+        let placeholder = Sender::agent("worker", "worker");
+        Self { bus, sender: placeholder, leaks: LeakScanner::default(), workers: Some(pool) }
+    }
+
+    /// Who sends from `context`, and the conversation a message to `user` goes to (a
+    /// worker's owner session, the assistant's own).
+    fn identity(&self, context: &ToolContext) -> Result<(Sender, String), ToolError> {
+        let Some(pool) = &self.workers else { return Ok((self.sender.clone(), context.session_key.clone())) };
+        match pool.by_session(&context.session_key) {
+            Some(worker) => Ok((squidbot_bus::worker_sender(&worker), worker.owner)),
+            None => Err(ToolError::RespondToModel(
+                "can't send: this conversation is not a running sub-agent, so it has no bus identity".into(),
+            )),
+        }
+    }
+
+    /// Redacts messages with this scanner (which knows the configured secrets) instead of
+    /// the default one (secret shapes only).
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
+        self
     }
 
     async fn send(&self, arguments: SendArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -47,13 +79,22 @@ impl SendTool {
                 ))
             })?,
         };
+        // Another agent's transcript, a trigger file or a person's chat is as far out of
+        // reach as a gateway client: the message leaves redacted, like the reply does.
+        let (body, findings) = self.leaks.redact(&arguments.message);
+        let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
+        if !kinds.is_empty() {
+            tracing::warn!(target_agent = %arguments.target, kinds = ?kinds, "redacted secrets from a bus message");
+        }
+        let (sender, session) = self.identity(context)?;
         let request = SendRequest {
             target: arguments.target,
-            body: arguments.message,
+            body,
             priority,
             correlation_id: Some(context.correlation_id.clone()).filter(|id| !id.is_empty()),
+            session: Some(session),
         };
-        match self.bus.send(&self.sender, request).await {
+        match self.bus.send(&sender, request).await {
             Ok(result) => {
                 let message = &result.message;
                 let header = format!("({} #{})", message.role.to_uppercase(), message.seq);
@@ -67,7 +108,14 @@ impl SendTool {
                         message.target, message.target
                     ),
                 };
-                Ok(ToolOutput::text(text))
+                if kinds.is_empty() {
+                    return Ok(ToolOutput::text(text));
+                }
+                Ok(ToolOutput::text(format!(
+                    "{text}\nnote: {} secret(s) ({}) were redacted from the message before it was sent",
+                    kinds.len(),
+                    kinds.join(", ")
+                )))
             }
             Err(error) => Err(ToolError::RespondToModel(self.explain(&error))),
         }
@@ -184,5 +232,78 @@ mod tests {
         assert!(priority.to_string().contains("unknown priority \"asap\""), "{priority}");
         let garbage = Tool::call(&tool, serde_json::json!({"target": 5}), &context("")).await.unwrap_err();
         assert!(garbage.to_string().starts_with("invalid arguments"), "{garbage}");
+    }
+
+    #[tokio::test]
+    async fn secrets_are_redacted_before_the_message_leaves() {
+        let directory = tempfile::tempdir().unwrap();
+        let journal = Arc::new(MemoryJournal::new());
+        let bus = Bus::new(
+            Directory::default(),
+            TriggerFiles::new(directory.path()),
+            journal.clone(),
+            Arc::new(SystemClock),
+            squidbot_bus::BusSettings::default(),
+        );
+        let recorder = Arc::new(Recorder::default());
+        let _route = bus.register("assistant", recorder.clone()).unwrap();
+        let tool = SendTool::new(bus.clone(), Sender::agent("worker-1", "worker").owned_by("assistant"))
+            .with_leak_scanner(LeakScanner::new(["configured-secret-value".to_owned()]));
+        let message = "use configured-secret-value or sk-proj-abcdefghijklmnopqrstuvwx1234";
+        let arguments = serde_json::json!({"target": "assistant", "message": message});
+        let output = Tool::call(&tool, arguments, &context("corr-2")).await.unwrap();
+        assert!(
+            output.content.contains("2 secret(s) (configured_secret, openai_key) were redacted"),
+            "{}",
+            output.content
+        );
+        let delivered = recorder.0.lock().unwrap().join("\n");
+        assert_eq!(delivered, "(WORKER #1): use [REDACTED:configured_secret] or [REDACTED:openai_key]");
+        let journaled = format!("{:?}", journal.entries());
+        assert!(!journaled.contains("configured-secret-value") && !journaled.contains("abcdefghij"), "{journaled}");
+    }
+
+    #[tokio::test]
+    async fn a_workers_send_uses_the_calling_workers_identity() {
+        use squidbot_core::delegation::{NewWorker, Priority as WorkerPriority};
+
+        let directory = tempfile::tempdir().unwrap();
+        let bus = Bus::new(
+            Directory::default(),
+            TriggerFiles::new(directory.path()),
+            Arc::new(MemoryJournal::new()),
+            Arc::new(SystemClock),
+            squidbot_bus::BusSettings::default(),
+        );
+        let recorder = Arc::new(Recorder::default());
+        let _route = bus.register("assistant", recorder.clone()).unwrap();
+        let pool = Arc::new(WorkerPool::new());
+        let worker = pool
+            .register(
+                NewWorker {
+                    role: "coder".into(),
+                    owner: "agent:main:main".into(),
+                    task: "build".into(),
+                    priority: WorkerPriority::Background,
+                    correlation_id: "corr-w".into(),
+                    cancel: CancellationToken::new(),
+                },
+                4,
+            )
+            .unwrap();
+        let tool = SendTool::for_workers(bus.clone(), pool);
+        let mut inside = context("corr-w");
+        inside.session_key = worker.session_key.clone();
+        let output =
+            Tool::call(&tool, serde_json::json!({"target": "assistant", "message": "built"}), &inside).await.unwrap();
+        assert_eq!(output.content, "delivered.verified: (CODER #1) to assistant");
+        assert_eq!(*recorder.0.lock().unwrap(), ["(CODER #1): built"]);
+        let refused =
+            Tool::call(&tool, serde_json::json!({"target": "user", "message": "hi"}), &inside).await.unwrap_err();
+        assert!(refused.to_string().contains("owner_binding_violation"), "{refused}");
+        let outside = Tool::call(&tool, serde_json::json!({"target": "assistant", "message": "x"}), &context(""))
+            .await
+            .unwrap_err();
+        assert!(outside.to_string().contains("not a running sub-agent"), "{outside}");
     }
 }

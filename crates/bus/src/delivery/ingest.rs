@@ -144,6 +144,7 @@ impl Bus {
             body: line.body.clone(),
             correlation_id: line.correlation_id.clone().filter(|id| !id.is_empty()).unwrap_or_else(new_id),
             time: line.time.unwrap_or_else(|| self.now()),
+            session: line.session.clone(),
         })
     }
 

@@ -103,7 +103,13 @@ impl Fixture {
 }
 
 fn request(target: &str, body: &str) -> SendRequest {
-    SendRequest { target: target.into(), body: body.into(), priority: Priority::Normal, correlation_id: None }
+    SendRequest {
+        target: target.into(),
+        body: body.into(),
+        priority: Priority::Normal,
+        correlation_id: None,
+        session: None,
+    }
 }
 
 #[tokio::test]
@@ -290,7 +296,7 @@ async fn health_follows_routes_and_heartbeats() {
 }
 
 #[tokio::test]
-async fn running_agents_are_targets_while_registered() {
+async fn running_agents_are_targets_and_stay_valid_without_a_route_once_gone() {
     let fixture = Fixture::new();
     let bus = &fixture.bus;
     assert_eq!(bus.resolve("worker-7"), None);
@@ -302,7 +308,14 @@ async fn running_agents_are_targets_while_registered() {
     assert_eq!(result.status, DeliveryStatus::Verified);
     assert_eq!(route.texts(), ["(ASSISTANT #1): status?"]);
     drop(handle);
-    assert_eq!(bus.health("worker-7").health, Health::InvalidTarget);
+    assert_eq!(
+        bus.health("worker-7").health,
+        Health::NoRoute,
+        "the protocol's no_route: a valid name, nothing connected"
+    );
+    let later = bus.send(&Sender::role("assistant"), request("worker-7", "still there?")).await.unwrap();
+    assert_eq!(later.status, DeliveryStatus::Fallback);
+    assert_eq!(bus.health("worker-8").health, Health::InvalidTarget);
     assert!(bus.register("../x", Scripted::new(Behaviour::Ack)).is_err());
 }
 

@@ -16,6 +16,7 @@ fn message(target: &str, seq: u64, body: &str) -> BusMessage {
         body: body.into(),
         correlation_id: format!("corr-{seq}"),
         time: jiff::Timestamp::from_second(1_800_000_000).unwrap(),
+        session: None,
     }
 }
 

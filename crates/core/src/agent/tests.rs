@@ -19,6 +19,8 @@ enum Step {
     Answer(Completion),
     Fail(ProviderError),
     StreamThenHang(&'static str),
+    /// Streams these pieces, then answers with them joined.
+    StreamPieces(Vec<&'static str>),
 }
 
 struct FakeProvider {
@@ -53,6 +55,13 @@ impl LlmProvider for FakeProvider {
             Step::StreamThenHang(text) => {
                 sink.text_delta(text);
                 std::future::pending().await
+            }
+            Step::StreamPieces(pieces) => {
+                for piece in &pieces {
+                    sink.text_delta(piece);
+                }
+                let Step::Answer(completion) = text(&pieces.concat()) else { unreachable!() };
+                Ok(completion)
             }
         }
     }
@@ -384,4 +393,48 @@ async fn secrets_in_tool_output_are_redacted_before_the_model_sees_them() {
         warnings.iter().any(|warning| warning.contains("Redacted 2 secret(s)") && warning.contains("leaky")),
         "{warnings:?}"
     );
+}
+
+/// Keeps every streamed delta and warning.
+#[derive(Default)]
+struct Streamed {
+    deltas: Mutex<Vec<String>>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl AgentEvents for Streamed {
+    fn text_delta(&self, text: &str) {
+        self.deltas.lock().unwrap().push(text.to_owned());
+    }
+
+    fn warning(&self, message: &str) {
+        self.warnings.lock().unwrap().push(message.to_owned());
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_the_streamed_reply_are_redacted_before_anyone_sees_them() {
+    let provider = FakeProvider::new(vec![Step::StreamPieces(vec![
+        "The password is corr",
+        "ect-horse-",
+        "battery-staple and the key s",
+        "k-proj-abcdefghij",
+        "klmnopqrstuvwx1234.",
+        " Bye.",
+    ])]);
+    let (agent, store) = agent(provider, ToolRegistry::new(), 5);
+    let agent = agent.with_leak_scanner(crate::leaks::LeakScanner::new(["correct-horse-battery-staple".to_owned()]));
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let events = Streamed::default();
+    let outcome = agent.run_turn(&mut session, "tell me", &events, &CancellationToken::new()).await.unwrap();
+    let expected = "The password is [REDACTED:configured_secret] and the key [REDACTED:openai_key]. Bye.";
+    assert_eq!(outcome.reply, expected);
+    let deltas = events.deltas.lock().unwrap().clone();
+    assert_eq!(deltas.concat(), expected, "{deltas:?}");
+    assert_eq!(deltas[0], "The password is ", "ordinary words go out at once: {deltas:?}");
+    let stored = format!("{:?}", store.load_boxed("cli:local").await.unwrap().unwrap().entries);
+    assert!(!stored.contains("battery") && !stored.contains("abcdefghij"), "{stored}");
+    assert!(stored.contains("[REDACTED:configured_secret]"), "{stored}");
+    let warnings = events.warnings.lock().unwrap();
+    assert!(warnings.iter().any(|warning| warning.contains("Redacted 2 secret(s)")), "{warnings:?}");
 }

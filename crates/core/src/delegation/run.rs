@@ -1,12 +1,16 @@
-//! Running one worker: its brief, its turns with reminders to report an outcome, its time
-//! limit, and how a loop, a failure, a panic or a stop ends it.
+//! Running one worker: its brief, its turns with reminders to report an outcome, the
+//! messages of its inbox between turns, its time limit, and how a loop, a failure, a panic
+//! or a stop ends it.
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::{DelegateRequest, GRACE, MAX_NUDGES, Outcome, Parent, RoleAgent, WorkerPool, WorkerSnapshot, WorkerState};
+use super::{
+    DelegateRequest, GRACE, MAX_NUDGES, Outcome, Parent, RoleAgent, WorkerInbox, WorkerPool, WorkerSnapshot,
+    WorkerState,
+};
 use crate::agent::{Agent, AgentEvents, TurnStatus};
 use crate::context::WORKER_NUDGE_PROMPT;
 
@@ -17,6 +21,7 @@ pub(super) struct Job {
     pub(super) brief: String,
     pub(super) context: String,
     pub(super) cancel: CancellationToken,
+    pub(super) inbox: WorkerInbox,
 }
 
 /// How a worker ended, before the pool records it.
@@ -24,6 +29,9 @@ pub(super) struct Ending {
     pub(super) worker: WorkerSnapshot,
     pub(super) state: WorkerState,
     pub(super) result: String,
+    /// It failed because it ran out of time.
+    pub(super) timed_out: bool,
+    pub(super) inbox: WorkerInbox,
 }
 
 /// The first message of a worker's session: a header naming the worker, the owner and the
@@ -50,13 +58,21 @@ pub(super) fn brief(request: &DelegateRequest, worker: &WorkerSnapshot, parent: 
 
 /// Runs the worker in a task of its own (so a panic stays there) under its time limit.
 pub(super) async fn supervise(pool: &Arc<WorkerPool>, job: Job) -> Ending {
-    let Job { worker, role, brief, context, cancel } = job;
+    let Job { worker, role, brief, context, cancel, inbox } = job;
     let span = tracing::info_span!(
         "worker", correlation_id = %worker.correlation_id, worker = %worker.id, role = %worker.role
     );
     let mut task = tokio::spawn(
-        work(role.agent.clone(), pool.clone(), worker.clone(), brief, context, cancel.clone()).instrument(span),
+        work(
+            role.agent.clone(),
+            pool.clone(),
+            worker.clone(),
+            Input { brief, context, inbox: inbox.clone() },
+            cancel.clone(),
+        )
+        .instrument(span),
     );
+    let mut timed_out = false;
     let (state, result) = tokio::select! {
         biased;
         joined = &mut task => ended(joined),
@@ -68,6 +84,7 @@ pub(super) async fn supervise(pool: &Arc<WorkerPool>, job: Job) -> Ending {
             }
         },
         () = tokio::time::sleep(role.timeout) => {
+            timed_out = true;
             cancel.cancel();
             if tokio::time::timeout(GRACE, &mut task).await.is_err() {
                 task.abort();
@@ -75,7 +92,7 @@ pub(super) async fn supervise(pool: &Arc<WorkerPool>, job: Job) -> Ending {
             (WorkerState::Failed, format!("timed out after {}s", role.timeout.as_secs()))
         }
     };
-    Ending { worker, state, result }
+    Ending { worker, state, result, timed_out, inbox }
 }
 
 /// Reads a finished worker task; a panic is a failure, not a crash of the caller.
@@ -113,16 +130,24 @@ impl AgentEvents for WorkerEvents<'_> {
     }
 }
 
-/// The worker's turns: the brief, then up to [`MAX_NUDGES`] reminders while it ends
-/// without reporting an outcome.
+/// What a worker starts from and reads.
+struct Input {
+    brief: String,
+    context: String,
+    inbox: WorkerInbox,
+}
+
+/// The worker's turns: the brief; then, after each turn, the messages that reached its
+/// inbox meanwhile (before its outcome is taken, so none is left unread while it runs);
+/// else up to [`MAX_NUDGES`] reminders while it ends without reporting an outcome.
 async fn work(
     agent: Arc<Agent>,
     pool: Arc<WorkerPool>,
     worker: WorkerSnapshot,
-    brief: String,
-    context: String,
+    start: Input,
     cancel: CancellationToken,
 ) -> (WorkerState, String) {
+    let Input { brief, context, inbox } = start;
     let mut session = match agent.open_session_in(&worker.session_key, &context).await {
         Ok((session, _)) => session,
         Err(error) => return (WorkerState::Failed, format!("can't open its session: {error}")),
@@ -132,13 +157,19 @@ async fn work(
     let mut input = brief;
     let mut nudges = 0;
     loop {
-        let outcome =
-            match agent.run_turn_correlated(&mut session, &input, &events, &cancel, &worker.correlation_id).await {
-                Ok(outcome) => outcome,
-                Err(error) => return (WorkerState::Failed, format!("it broke off: {error}")),
-            };
+        let turn = inbox.begin_turn(&cancel);
+        let outcome = agent.run_turn_correlated(&mut session, &input, &events, &turn, &worker.correlation_id).await;
+        let interrupted = inbox.end_turn();
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => return (WorkerState::Failed, format!("it broke off: {error}")),
+        };
         match outcome.status {
             TurnStatus::Completed => {}
+            // An urgent message stopped the turn, not the worker: it reads the message next.
+            TurnStatus::Cancelled if interrupted && !cancel.is_cancelled() => {
+                tracing::info!(worker = %worker.id, "an urgent message interrupted the worker's turn");
+            }
             TurnStatus::Cancelled => return (WorkerState::Cancelled, "it was stopped before it finished".to_owned()),
             TurnStatus::MaxTurns => {
                 return (
@@ -150,6 +181,10 @@ async fn work(
                     ),
                 );
             }
+        }
+        if let Some(messages) = inbox.take_input() {
+            input = messages;
+            continue;
         }
         if let Some((reported, result)) = pool.reported(&worker.id) {
             return match reported {

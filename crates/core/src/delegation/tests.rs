@@ -460,6 +460,7 @@ async fn background_work_returns_at_once_and_its_result_arrives_later_as_its_own
         input: input.into(),
         origin: "test".into(),
         run_id: None,
+        correlation_id: None,
     };
     let mut handle = runner.start(request("count the widgets later")).unwrap();
     let mut reply = None;
@@ -649,3 +650,5 @@ async fn set_status_outside_a_worker_is_refused() {
     let error = Tool::call(&tool, serde_json::json!({"status": "hi"}), &context).await.unwrap_err();
     assert!(error.to_string().contains("only works inside a delegated sub-agent"), "{error}");
 }
+
+mod messages;

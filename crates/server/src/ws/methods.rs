@@ -180,8 +180,13 @@ fn start_run(
     };
     // Watch before starting so the first events are not missed.
     connection.watch(&key);
-    let request =
-        RunRequest { session_key: key.clone(), input: message, origin: "openclaw".into(), run_id: Some(run_id) };
+    let request = RunRequest {
+        session_key: key.clone(),
+        input: message,
+        origin: "openclaw".into(),
+        run_id: Some(run_id),
+        correlation_id: None,
+    };
     match connection.gateway.runner.start(request) {
         Ok(handle) => Ok((handle.run_id, key)),
         Err(RunError::AlreadyRunning(id)) => Err(MethodError::invalid(format!("run {id} is already running"))

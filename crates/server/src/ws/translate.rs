@@ -238,6 +238,20 @@ impl Connection {
                 });
                 self.chat_event(event, "final", extra);
             }
+            TurnEventKind::BusMessage { message_id, from, role, priority, text } => {
+                // A message of its own outside any turn, like a background result, marked
+                // so the client can tell which agent sent it.
+                self.runs.views.remove(&event.run_id);
+                let extra = json!({
+                    "message": assistant_message(text, event.at_ms),
+                    "stopReason": "bus",
+                    "bus": {
+                        "messageId": message_id, "from": from, "role": role, "priority": priority,
+                        "correlationId": event.correlation_id,
+                    },
+                });
+                self.chat_event(event, "final", extra);
+            }
             TurnEventKind::Failed { error, .. } => {
                 let request = self.runs.views.remove(&event.run_id).and_then(|view| view.request);
                 let error = error.clone();

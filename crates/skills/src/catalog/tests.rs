@@ -163,6 +163,50 @@ fn malformed_skills_are_skipped_with_a_problem_naming_the_file() {
     assert_eq!((second.problems.len(), second.new_problems.len()), (1, 0), "reported once, listed always");
 }
 
+/// Waits until the catalog's flight state satisfies `condition`.
+fn wait_for_flights(catalog: &SkillCatalog, condition: impl Fn(&FlightState) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !condition(&catalog.flights.state.lock().unwrap()) {
+        assert!(std::time::Instant::now() < deadline, "the flight state never got there");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn calls_arriving_during_a_discovery_share_the_next_one() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    write_skill(&root, "good", "fine", "");
+    let broken = root.join("broken").join(SKILL_FILE);
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::write(&broken, "---\nname: broken\ndescription: [oops\n---\n").unwrap();
+    // Out of the racy window, so the second discovery takes the file from the cache.
+    age(&broken);
+    let catalog = catalog_with_workspace(root);
+    std::thread::scope(|scope| {
+        // Holding the cache stands in for a slow discovery.
+        let cache = catalog.cache.lock().unwrap();
+        let first = scope.spawn(|| catalog.discover());
+        wait_for_flights(&catalog, |state| state.running.len() == 1);
+        let later: Vec<_> = (0..3).map(|_| scope.spawn(|| catalog.discover())).collect();
+        wait_for_flights(&catalog, |state| state.waiting == 3);
+        drop(cache);
+        let mut results = vec![first.join().unwrap()];
+        results.extend(later.into_iter().map(|call| call.join().unwrap()));
+        // The running one could have missed a change made before the later calls arrived,
+        // so they need one more discovery, and one is enough for all three.
+        assert_eq!(catalog.flights.state.lock().unwrap().started, 2);
+        for result in &results {
+            assert_eq!(result.skills.iter().map(Skill::name).collect::<Vec<_>>(), ["good"]);
+            assert_eq!(result.problems.len(), 1);
+        }
+        let reported: usize = results.iter().map(|result| result.new_problems.len()).sum();
+        assert_eq!(reported, 1, "a new problem is reported by one call only");
+    });
+    let state = catalog.flights.state.lock().unwrap();
+    assert!(state.running.is_empty() && state.waiting == 0);
+}
+
 fn catalog_with_workspace(root: PathBuf) -> SkillCatalog {
     catalog(SkillRoots { workspace: Some(root), ..SkillRoots::default() })
 }

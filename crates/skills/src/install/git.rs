@@ -1,6 +1,7 @@
 //! Cloning a skill repository with the `git` binary: shallow, non-interactive, with
-//! the `ext::` transport disabled and a timeout after which git is killed.
+//! the `ext::` transport and hooks disabled and a timeout after which git is killed.
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -22,12 +23,41 @@ pub(super) fn is_scp_like(source: &str) -> bool {
     word(user) && word(host) && !path.is_empty() && !path.starts_with('-')
 }
 
-/// `git clone --depth 1 <url> <into>`; the error is git's own message or the timeout.
+/// The arguments of `git` for a clone of `url` into `into`: shallow, quiet, no tags,
+/// no hard links into the source, `ext::` refused (it runs arbitrary commands) and no
+/// hooks (a user's `core.hooksPath` must not run on a stranger's checkout).
+pub(super) fn clone_arguments(url: &str, into: &Path) -> Vec<OsString> {
+    let mut arguments: Vec<OsString> = [
+        "-c",
+        "protocol.ext.allow=never",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "clone",
+        "--depth",
+        "1",
+        "--quiet",
+        "--no-tags",
+        "--no-hardlinks",
+        "--",
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect();
+    arguments.push(OsString::from(url));
+    arguments.push(into.as_os_str().to_owned());
+    arguments
+}
+
+/// Trims git's error output into one line.
+pub(super) fn summarize(status: impl std::fmt::Display, message: &str) -> String {
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if message.is_empty() { format!("git clone failed ({status})") } else { message }
+}
+
+/// `git clone --depth 1 <url> <into>` on the host; the error is git's own message or the timeout.
 pub(super) fn clone(url: &str, into: &Path, timeout: Duration) -> Result<(), String> {
     let mut child = Command::new("git")
-        .args(["-c", "protocol.ext.allow=never", "clone", "--depth", "1", "--quiet", "--no-tags", "--"])
-        .arg(url)
-        .arg(into)
+        .args(clone_arguments(url, into))
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
         .stdin(Stdio::null())
@@ -74,8 +104,7 @@ pub(super) fn clone(url: &str, into: &Path, timeout: Duration) -> Result<(), Str
     if status.success() {
         return Ok(());
     }
-    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    Err(if message.is_empty() { format!("git clone failed ({status})") } else { message })
+    Err(summarize(status, &message))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Walking an untrusted skill directory without following links: counts, sizes and
-//! refusals for validation, and the same checks again while copying it.
+//! refusals for validation (in the validator process). Copying is in `copy`.
 
 use std::path::Path;
 
@@ -18,30 +18,15 @@ pub(super) struct Summary {
 /// Walks `root`, recording every problem; stops early once a cap is exceeded.
 pub(super) fn walk(root: &Path, problems: &mut Vec<SkillProblem>) -> Summary {
     let mut summary = Summary::default();
-    visit(root, None, problems, &mut summary);
+    visit(root, problems, &mut summary);
     summary
 }
 
-/// Copies `from` into the new directory `to` with the same checks as [`walk`], so files
-/// swapped for links after validation are still refused.
-pub(super) fn copy(from: &Path, to: &Path) -> Result<Summary, Vec<SkillProblem>> {
-    let mut problems = Vec::new();
-    let mut summary = Summary::default();
-    visit(from, Some(to), &mut problems, &mut summary);
-    if problems.is_empty() { Ok(summary) } else { Err(problems) }
-}
-
-fn visit(root: &Path, destination: Option<&Path>, problems: &mut Vec<SkillProblem>, summary: &mut Summary) {
+fn visit(root: &Path, problems: &mut Vec<SkillProblem>, summary: &mut Summary) {
     let io_problem =
         |path: &Path, error: std::io::Error| SkillProblem::new(path, ProblemKind::Unreadable(error.to_string()));
-    if let Some(destination) = destination
-        && let Err(error) = std::fs::create_dir(destination)
-    {
-        problems.push(io_problem(destination, error));
-        return;
-    }
-    let mut pending = vec![(root.to_path_buf(), destination.map(Path::to_path_buf), 0_usize)];
-    while let Some((directory, target, depth)) = pending.pop() {
+    let mut pending = vec![(root.to_path_buf(), 0_usize)];
+    while let Some((directory, depth)) = pending.pop() {
         let entries = match std::fs::read_dir(&directory) {
             Ok(entries) => entries,
             Err(error) => {
@@ -57,7 +42,6 @@ fn visit(root: &Path, destination: Option<&Path>, problems: &mut Vec<SkillProble
                 continue;
             }
             let path = entry.path();
-            let target = target.as_ref().map(|target| target.join(&name));
             let metadata = match std::fs::symlink_metadata(&path) {
                 Ok(metadata) => metadata,
                 Err(error) => {
@@ -74,13 +58,7 @@ fn visit(root: &Path, destination: Option<&Path>, problems: &mut Vec<SkillProble
                     problems.push(SkillProblem::new(&path, ProblemKind::OverLimit(limit)));
                     return;
                 }
-                if let Some(target) = &target
-                    && let Err(error) = std::fs::create_dir(target)
-                {
-                    problems.push(io_problem(target, error));
-                    return;
-                }
-                pending.push((path, target, depth + 1));
+                pending.push((path, depth + 1));
             } else if kind.is_file() {
                 summary.files += 1;
                 summary.bytes += metadata.len();
@@ -94,27 +72,9 @@ fn visit(root: &Path, destination: Option<&Path>, problems: &mut Vec<SkillProble
                     problems.push(SkillProblem::new(root, ProblemKind::OverLimit(limit)));
                     return;
                 }
-                if let Some(target) = &target
-                    && let Err(error) = copy_file(&path, target)
-                {
-                    problems.push(io_problem(&path, error));
-                    return;
-                }
             } else {
                 problems.push(SkillProblem::new(&path, ProblemKind::SpecialFile));
             }
         }
     }
-}
-
-/// Copies one file, keeping only its read/write/execute bits (no setuid, setgid, sticky).
-fn copy_file(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::copy(from, to)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(to)?.permissions().mode() & 0o777;
-        std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode))?;
-    }
-    Ok(())
 }

@@ -18,6 +18,12 @@ const FRAME_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The next text frame as JSON; an error when the server closed.
 pub async fn next_frame(socket: &mut Socket) -> Result<Value> {
+    next_frame_where(socket, |_| true).await
+}
+
+/// The next text frame whose raw text `wanted` accepts, as JSON; frames it refuses are
+/// skipped unparsed. An error when the server closed.
+async fn next_frame_where(socket: &mut Socket, wanted: impl Fn(&str) -> bool) -> Result<Value> {
     loop {
         let message = tokio::time::timeout(FRAME_PATIENCE, socket.next())
             .await
@@ -25,11 +31,21 @@ pub async fn next_frame(socket: &mut Socket) -> Result<Value> {
             .context("the server closed the connection")?
             .context("can't read a frame")?;
         match message {
-            Message::Text(text) => return serde_json::from_str(text.as_str()).context("a frame that is not JSON"),
+            Message::Text(text) if wanted(text.as_str()) => {
+                return serde_json::from_str(text.as_str()).context("a frame that is not JSON");
+            }
+            Message::Text(_) | Message::Binary(_) | Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
             Message::Close(frame) => bail!("the server closed the connection: {frame:?}"),
-            Message::Binary(_) | Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
         }
     }
+}
+
+/// Whether a raw frame may be a response or a `chat` event: the gateway writes compact
+/// JSON, so every other frame (the `agent` events, ticks) lacks both markers and is
+/// skipped without parsing. The clients share the cores with the gateway, so what they
+/// spend shows up in its numbers.
+fn may_be_chat_or_response(text: &str) -> bool {
+    text.contains(r#""event":"chat""#) || text.contains(r#""type":"res""#)
 }
 
 /// Opens `url`, answers the challenge with the token and waits for `hello-ok`.
@@ -73,7 +89,7 @@ pub async fn send_chat(socket: &mut Socket, session_key: &str, message: &str, ru
 /// ends in error or abort is an error.
 pub async fn until_final(socket: &mut Socket, run_id: &str, mut on_text: impl FnMut(&str)) -> Result<String> {
     loop {
-        let frame = next_frame(socket).await?;
+        let frame = next_frame_where(socket, may_be_chat_or_response).await?;
         if frame["type"] == "res" && frame["id"] == run_id {
             if frame["ok"] != true || frame["payload"]["status"] != "started" {
                 bail!("chat.send refused: {frame}");

@@ -1,9 +1,9 @@
 //! `squidbot skills list|show|install`.
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use serde_json::json;
 use squidbot_skills::install::GIT_TIMEOUT;
-use squidbot_skills::{Discovery, InstallRequest, Skill, SkillProblem};
+use squidbot_skills::{Discovery, InstallIsolation as _, InstallRequest, SandboxedInstall, Skill, SkillProblem};
 
 use crate::cli::SkillsAction;
 use crate::wiring::Environment;
@@ -149,10 +149,25 @@ fn install(environment: &Environment, source: String, force: bool) -> Result<()>
         force,
         git_timeout: GIT_TIMEOUT,
     };
-    let installed = squidbot_skills::install(&request)?;
+    // The clone and the validation touch untrusted data: they run in the sandbox, the
+    // validator as this very binary re-executed.
+    let program = std::env::current_exe().context("can't find this program to run the skill validator")?;
+    let isolation = SandboxedInstall::new(environment.sandbox(), program);
+    if !isolation.confined() {
+        eprintln!(
+            "warning: the {} sandbox confines nothing here; the skill is cloned and validated unconfined (in a separate process)",
+            isolation.backend()
+        );
+    }
+    let installed = squidbot_skills::install_with(&request, &isolation)?;
     let verb = if installed.replaced { "replaced" } else { "installed" };
+    let confinement = if installed.confined {
+        format!("validated in the {} sandbox", installed.backend)
+    } else {
+        format!("validated unconfined (sandbox backend {})", installed.backend)
+    };
     println!(
-        "{verb} skill {} in {} ({} files, {} bytes)",
+        "{verb} skill {} in {} ({} files, {} bytes; {confinement})",
         installed.name,
         installed.directory.display(),
         installed.files,

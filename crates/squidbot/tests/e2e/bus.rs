@@ -1,6 +1,7 @@
 //! The agent bus end to end: `squidbot send` with and without a running gateway, trigger
 //! files delivered when the gateway starts (malformed lines quarantined), the journal in
-//! the real database, and refusals.
+//! the real database, refusals, background workers sending as themselves under owner
+//! binding, and the `user` target.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,15 +20,24 @@ fn free_port() -> u16 {
 }
 
 /// A gateway home whose `squidbot send` finds the gateway on a fixed port.
-fn bus_home(server: &ScriptedLlm) -> Home {
+pub(crate) fn bus_home(server: &ScriptedLlm) -> Home {
     let home = gateway_home(server);
     home.append_config(&format!("[gateway]\nport = {}\n", free_port()));
     home
 }
 
 /// Starts the gateway on the configured port.
-async fn start_gateway(home: &Home) -> Running {
-    let mut child = home.command(&["gateway"]).spawn().unwrap();
+pub(crate) async fn start_gateway(home: &Home) -> Running {
+    start_gateway_with(home, &[]).await
+}
+
+/// Starts the gateway on the configured port with extra environment variables.
+pub(crate) async fn start_gateway_with(home: &Home, environment: &[(&str, &str)]) -> Running {
+    let mut command = home.command(&["gateway"]);
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
     let Some(base) = first.as_deref().and_then(|line| line.strip_prefix("listening on ")) else {
@@ -63,7 +73,7 @@ fn user_messages(server: &ScriptedLlm) -> Vec<String> {
 }
 
 /// Waits until `done` holds, up to 20 s.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     for _ in 0..200 {
         if done() {
             return;
@@ -73,8 +83,8 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// The journal rows as (target, result, detail).
-fn journal(home: &Home) -> Vec<squidbot_bus::JournalEntry> {
+/// The journal rows, oldest first.
+pub(crate) fn journal(home: &Home) -> Vec<squidbot_bus::JournalEntry> {
     let database = squidbot_store::Database::open(&home.path().join("squidbot.db")).unwrap();
     squidbot_store::SqliteBusJournal::new(database).recent(100).unwrap()
 }
@@ -209,4 +219,124 @@ async fn a_bus_alias_to_nothing_is_a_config_error() {
     assert!(run.stderr.contains("bus.aliases") || run.stdout.contains("bus.aliases"), "{}{}", run.stdout, run.stderr);
     let run = home.run(&["send", "ops", "hi"]).await.failure();
     assert!(run.stderr.contains("points at \"nobody\""), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_worker_sends_as_itself_to_its_owner_and_nowhere_else() {
+    let assistant = ScriptedLlm::start().await;
+    let coder = ScriptedLlm::start().await;
+    let home = bus_home(&assistant);
+    coder.expect_api_key(crate::harness::KEY);
+    home.append_config(&format!(
+        "[providers.second]\nkind = \"openai\"\napi_base = \"{}\"\napi_key = \"{}\"\n\n\
+         [agents.coder]\nmodel = \"second/code-model\"\ntools = [\"read_file\", \"send\"]\n",
+        coder.base_url(),
+        crate::harness::KEY
+    ));
+    assistant.push_all([
+        Reply::tool_call("delegate", json!({"agent": "coder", "task": "build it", "priority": "background"})),
+        Reply::text("On it."),
+        Reply::text("The coder says the tests pass."),
+    ]);
+    coder.push_all([
+        Reply::tool_call("send", json!({"target": "main", "message": "tests pass", "priority": "fyi"}))
+            .after(Duration::from_millis(200)),
+        Reply::tool_call("send", json!({"target": "user", "message": "psst"})),
+        Reply::tool_call("set_status", json!({"status": "done", "outcome": "done", "result": "built"})),
+    ]);
+    let gateway = start_gateway_with(&home, &[("SQUIDBOT__AGENTS__ASSISTANT__MODE", "delegate")]).await;
+    let (mut client, _) = Client::connected(&gateway, 4, &["operator.write", "operator.read"]).await;
+    let sent = client.call("chat.send", json!({"message": "build it in the background"})).await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
+    client
+        .event_where(|event| {
+            event["event"] == "chat"
+                && event["payload"]["runId"] == run_id.as_str()
+                && event["payload"]["state"] == "final"
+        })
+        .await;
+    let listed = client.call("workers.list", json!({})).await;
+    let worker = listed["payload"]["workers"][0].clone();
+    let worker_id = worker["id"].as_str().unwrap().to_owned();
+
+    // The owner gets the message as a turn of the session that spawned the worker.
+    eventually("the assistant to read the coder's message", || {
+        user_messages(&assistant).iter().any(|text| text == "(CODER #1): [FYI] tests pass")
+    })
+    .await;
+    client.event_where(|event| event["event"] == "chat" && event["payload"]["background"]["status"] == "done").await;
+    let rows = journal(&home);
+    let from_worker: Vec<(&str, &str, Option<u64>)> = rows
+        .iter()
+        .filter(|row| row.from == worker_id)
+        .map(|row| (row.to.as_str(), row.result.as_str(), row.seq))
+        .collect();
+    assert_eq!(
+        from_worker,
+        [("assistant", "delivered.verified", Some(1)), ("user", "owner_binding_violation", None)],
+        "{rows:?}"
+    );
+    let delivered = rows.iter().find(|row| row.from == worker_id).unwrap();
+    assert_eq!(delivered.correlation_id, worker["correlationId"].as_str().unwrap(), "the worker's correlation id");
+
+    // The worker saw both outcomes as tool results.
+    let results = crate::harness::tool_results(&coder.requests()[2].body);
+    assert_eq!(results[0], "delivered.verified: (CODER #1) to assistant", "{results:?}");
+    assert!(results[1].contains("owner_binding_violation") && results[1].contains("may message only assistant"));
+
+    // Once it ended, its id is a target without a route.
+    let health = bus_health(&gateway, &worker_id).await;
+    assert_eq!(health["health"], "no_route", "{health}");
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", gateway.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("squidbot_bus_messages_total{result=\"owner_binding_violation\"} 1"), "{metrics}");
+    assert!(metrics.contains("squidbot_workers_finished_total{role=\"coder\",outcome=\"done\"} 1"), "{metrics}");
+    assistant.assert_clean();
+    coder.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_the_user_is_shown_at_once_and_kept_in_the_session() {
+    let server = ScriptedLlm::start().await;
+    let home = bus_home(&server);
+    server.push_all([
+        Reply::tool_call("send", json!({"target": "user", "message": "heads up: this takes a while"})),
+        Reply::text("Done now."),
+    ]);
+    let gateway = start_gateway(&home).await;
+    let (mut client, _) = Client::connected(&gateway, 4, &["operator.write", "operator.read"]).await;
+    let sent = client.call("chat.send", json!({"message": "do the long thing"})).await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
+    let shown = client.event_where(|event| event["event"] == "chat" && event["payload"]["stopReason"] == "bus").await;
+    let payload = &shown["payload"];
+    assert_eq!(payload["state"], "final");
+    assert_eq!(payload["sessionKey"], "agent:main:main");
+    assert_eq!(payload["message"]["content"][0]["text"], "(ASSISTANT #1): heads up: this takes a while");
+    assert_eq!(payload["bus"]["from"], "assistant");
+    assert_ne!(payload["runId"], run_id.as_str(), "a message of its own, not part of the turn");
+    client
+        .event_where(|event| {
+            event["event"] == "chat"
+                && event["payload"]["runId"] == run_id.as_str()
+                && event["payload"]["state"] == "final"
+        })
+        .await;
+    eventually("the message in the session file", || {
+        home.session_lines("agent:main:main")
+            .iter()
+            .any(|line| line["type"] == "message" && line["content"] == "(ASSISTANT #1): heads up: this takes a while")
+    })
+    .await;
+    let rows = journal(&home);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].to.as_str(), rows[0].result.as_str()), ("user", "delivered.verified"));
+    assert!(rows[0].detail.as_deref().is_some_and(|detail| detail.contains("agent:main:main")), "{rows:?}");
+    server.assert_clean();
 }

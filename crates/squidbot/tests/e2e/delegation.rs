@@ -225,3 +225,62 @@ async fn the_gateway_shows_background_results_and_lists_and_cancels_workers() {
     assert_eq!(again["error"]["code"], "INVALID_REQUEST", "{again}");
     assistant.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_command_lists_and_cancels_through_the_running_gateway() {
+    use crate::bus::{bus_home, eventually, start_gateway_with};
+
+    let assistant = ScriptedLlm::start().await;
+    let home = bus_home(&assistant);
+    let stopped = home.run(&["workers", "list"]).await.failure();
+    assert!(
+        stopped.stderr.contains("no gateway is running") && stopped.stderr.contains("squidbot gateway"),
+        "{}",
+        stopped.stderr
+    );
+
+    assistant.push_all([
+        Reply::tool_call(
+            "delegate",
+            json!({"agent": "researcher", "task": "read everything", "priority": "background"}),
+        ),
+        Reply::text("Started."),
+        Reply::stall_stream(""),
+    ]);
+    let _gateway = start_gateway_with(&home, &[DELEGATE_MODE]).await;
+    let (mut client, _) = crate::protocol::Client::connected(&_gateway, 4, &["operator.write", "operator.read"]).await;
+    client.call("chat.send", json!({"message": "read everything in the background"})).await;
+    let mut listed = serde_json::Value::Null;
+    for _ in 0..100 {
+        let run = home.run(&["workers", "list", "--json"]).await.success();
+        listed = serde_json::from_str(run.stdout.trim()).unwrap();
+        if listed.as_array().is_some_and(|workers| !workers.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let worker = listed[0].clone();
+    assert_eq!((worker["role"].as_str(), worker["state"].as_str()), (Some("researcher"), Some("running")), "{listed}");
+    assert_eq!(worker["background"], true);
+    assert_eq!(worker["owner"], "agent:main:main");
+    let id = worker["id"].as_str().unwrap().to_owned();
+    let table = home.run(&["workers", "list"]).await.success().stdout;
+    assert!(table.starts_with("ID") && table.contains(&id) && table.contains("background"), "{table}");
+
+    let cancelled = home.run(&["workers", "cancel", &id]).await.success();
+    assert!(cancelled.stdout.contains(&format!("cancelling researcher worker {id}")), "{}", cancelled.stdout);
+    let ended = client
+        .event_where(|event| event["event"] == "chat" && event["payload"]["background"]["status"] == "cancelled")
+        .await;
+    assert_eq!(ended["payload"]["background"]["workerId"], id.as_str());
+    eventually("the cancelled result in the assistant's session", || {
+        home.session_lines("agent:main:main")
+            .iter()
+            .any(|line| line["type"] == "delegate" && line["status"] == "cancelled")
+    })
+    .await;
+    let again = home.run(&["workers", "cancel", &id]).await.failure();
+    assert!(again.stderr.contains("already ended"), "{}", again.stderr);
+    let unknown = home.run(&["workers", "cancel", "nope"]).await.failure();
+    assert!(unknown.stderr.contains("can't find worker nope"), "{}", unknown.stderr);
+}

@@ -136,6 +136,10 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     let server = ScriptedLlm::start().await;
     let home = gateway_home(&server);
     let mut running = start(&home).await;
+    // The first turn delegates (direct mode's `spawn`) before it lists the directory, so
+    // /metrics has a finished sub-agent to count.
+    server.push(Reply::tool_call("spawn", json!({"task": "say hi"})));
+    server.push(Reply::tool_call("set_status", json!({"status": "done", "outcome": "done", "result": "hi"})));
     server.push(Reply::tool_call("list_dir", json!({})));
     server.push(Reply::text("plain answer"));
     server.push(Reply::text("streamed answer in pieces"));
@@ -156,7 +160,7 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     assert_eq!(result["stream"], "streamed answer in pieces");
     assert!(result["stream_usage"].as_u64().unwrap() > 0, "{result}");
     assert_eq!(result["wrong_key_refused"], true);
-    let streamed = messages(&server.requests()[2].body);
+    let streamed = messages(&server.requests()[4].body);
     assert!(streamed.iter().any(|message| message["content"] == "plain question"), "one session for user sdk");
     let metrics = &result["metrics"];
     let sample = |key: &str| metrics[key].as_f64().unwrap_or_else(|| panic!("no sample {key}: {metrics}"));
@@ -167,8 +171,15 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
     assert_eq!(sample(r#"squidbot_http_requests_total{"route": "/v1/chat/completions", "status": "200"}"#), 2.0);
     assert_eq!(sample(r#"squidbot_http_requests_total{"route": "/v1/models", "status": "401"}"#), 1.0);
     assert_eq!(sample(r#"squidbot_sessions_open{}"#), 1.0);
-    assert_eq!(sample(r#"squidbot_llm_calls_total{"model": "test-model", "provider": "local", "result": "ok"}"#), 3.0);
-    assert_eq!(sample(r#"squidbot_llm_call_duration_seconds_count{"model": "test-model", "provider": "local"}"#), 3.0);
+    // The worker's model call is not a turn event: three for the assistant's turns.
+    assert_eq!(sample(r#"squidbot_llm_calls_total{"model": "test-model", "provider": "local", "result": "ok"}"#), 4.0);
+    assert_eq!(sample(r#"squidbot_llm_call_duration_seconds_count{"model": "test-model", "provider": "local"}"#), 4.0);
+    assert_eq!(sample(r#"squidbot_workers_started_total{"role": "worker"}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_workers_finished_total{"outcome": "done", "role": "worker"}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_delegation_duration_seconds_count{"role": "worker"}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_delegation_duration_seconds_bucket{"le": "900", "role": "worker"}"#), 1.0);
+    assert_eq!(sample(r#"squidbot_workers_running{}"#), 0.0);
+    assert_eq!(sample(r#"squidbot_tool_calls_total{"result": "ok", "tool": "spawn"}"#), 1.0);
     assert_eq!(sample(r#"squidbot_ws_connections{}"#), 0.0);
     assert_eq!(sample(r#"squidbot_errors_total{"kind": "auth"}"#), 1.0, "the wrong key");
     server.assert_clean();

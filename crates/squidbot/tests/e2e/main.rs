@@ -10,6 +10,7 @@ mod delegation;
 mod gateway;
 mod gateway_password;
 mod harness;
+mod leaks;
 mod mcp;
 mod memory;
 mod openclaw;

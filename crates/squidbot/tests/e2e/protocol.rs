@@ -102,7 +102,7 @@ impl Client {
     }
 
     /// Reads until a `chat` event of `run_id` in a terminal state; returns its events.
-    async fn chat_until_done(&mut self, run_id: &str) -> Vec<Value> {
+    pub(crate) async fn chat_until_done(&mut self, run_id: &str) -> Vec<Value> {
         let mut seen: Vec<Value> = std::mem::take(&mut self.events);
         loop {
             if let Some(last) = seen.iter().find(|event| {

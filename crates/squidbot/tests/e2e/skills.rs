@@ -196,3 +196,115 @@ async fn bundled_skill_files_are_readable_but_not_writable_through_the_file_tool
     assert!(text.contains("can't write") && text.contains("escapes the workspace"), "{text}");
     assert!(std::fs::read_to_string(&skill).unwrap().contains("name: summarize"));
 }
+
+/// Runs `git` in `directory`, failing the test when it fails.
+fn git(directory: &Path, arguments: &[&str]) {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"])
+        .args(arguments)
+        .current_dir(directory)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// The install log's entries.
+fn install_log(home: &Home) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(home.path().join("logs/skills-install.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// A home whose `[sandbox]` names `backend`, or `None` (announced) when the environment
+/// declares that backend unavailable on this machine.
+fn home_with_backend(backend: &str) -> Option<Home> {
+    let declared = std::env::var("SQUIDBOT_TEST_SANDBOX_UNAVAILABLE").unwrap_or_default();
+    if declared.split(',').any(|name| name.trim() == backend) {
+        eprintln!("NOT TESTED: SQUIDBOT_TEST_SANDBOX_UNAVAILABLE declares the {backend} sandbox unavailable");
+        return None;
+    }
+    let home = Home::new();
+    home.write_config(&format!("[sandbox]\nbackend = \"{backend}\"\n"));
+    Some(home)
+}
+
+/// Installs from a local git repository (as a path and as a `file://` URL) and from a
+/// local directory, the clone and the validation confined by `backend`; then a skill
+/// with a symlink pointing out and a malformed one are refused with nothing copied.
+async fn installs_are_cloned_and_validated_in_the_sandbox(backend: &str) {
+    let Some(home) = home_with_backend(backend) else { return };
+    let sources = tempfile::tempdir().unwrap();
+    let repository = sources.path().join("repo");
+    write_skill(&repository, "from-git", "Installed from a repository.");
+    git(&repository, &["init", "--quiet"]);
+    git(&repository, &["add", "."]);
+    git(&repository, &["commit", "--quiet", "-m", "skill"]);
+    let run = home.run(&["skills", "install", &repository.display().to_string()]).await.success();
+    let sandboxed = format!("validated in the {backend} sandbox");
+    assert!(run.stdout.contains("installed skill from-git") && run.stdout.contains(&sandboxed), "{}", run.stdout);
+    let installed = home.path().join("skills/from-git");
+    assert!(installed.join("references/notes.md").is_file());
+    assert!(!installed.join(".git").exists(), "the clone's .git is never copied");
+    let url = format!("file://{}", repository.display());
+    let run = home.run(&["skills", "install", &url, "--force"]).await.success();
+    assert!(run.stdout.contains("replaced skill from-git") && run.stdout.contains(&sandboxed), "{}", run.stdout);
+
+    let directory = sources.path().join("plain");
+    write_skill(&directory, "from-dir", "Installed from a directory.");
+    let run = home.run(&["skills", "install", &directory.display().to_string()]).await.success();
+    assert!(run.stdout.contains("installed skill from-dir") && run.stdout.contains(&sandboxed), "{}", run.stdout);
+    assert!(home.path().join("skills/from-dir/SKILL.md").is_file());
+
+    let linked = sources.path().join("linked");
+    write_skill(&linked, "linked", "Points out.");
+    std::os::unix::fs::symlink(home.path().join("config.toml"), linked.join("references/config")).unwrap();
+    let run = home.run(&["skills", "install", &linked.display().to_string()]).await.failure();
+    assert!(run.stderr.contains("references/config: symbolic links are not allowed in a skill"), "{}", run.stderr);
+    assert!(!home.path().join("skills/linked").exists(), "nothing of it is copied");
+
+    let malformed = sources.path().join("malformed");
+    std::fs::create_dir_all(&malformed).unwrap();
+    std::fs::write(malformed.join("SKILL.md"), "---\nname: [unclosed\ndescription: broken\n---\nbody\n").unwrap();
+    let run = home.run(&["skills", "install", &malformed.display().to_string()]).await.failure();
+    assert!(run.stderr.contains("SKILL.md") && run.stderr.contains("YAML"), "{}", run.stderr);
+    assert!(!home.path().join("skills/malformed").exists());
+    let staging: Vec<_> = std::fs::read_dir(home.path().join("skills"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(".staging"))
+        .collect();
+    assert!(staging.is_empty(), "staging left behind: {staging:?}");
+
+    let log = install_log(&home);
+    let results: Vec<&str> = log.iter().map(|entry| entry["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["installed", "replaced", "installed", "failed", "failed"]);
+    for entry in &log {
+        assert_eq!(entry["sandbox"], backend, "{entry}");
+        assert_eq!(entry["confined"], true, "{entry}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_are_cloned_and_validated_in_the_landlock_sandbox() {
+    installs_are_cloned_and_validated_in_the_sandbox("landlock").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_are_cloned_and_validated_in_the_bubblewrap_sandbox() {
+    installs_are_cloned_and_validated_in_the_sandbox("bubblewrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_sandbox_the_validator_still_runs_apart_and_says_it_was_unconfined() {
+    let home = Home::new();
+    home.write_config("[sandbox]\nbackend = \"none\"\n");
+    let source = tempfile::tempdir().unwrap();
+    write_skill(source.path(), "loose", "Installed without a sandbox.");
+    let run = home.run(&["skills", "install", &source.path().display().to_string()]).await.success();
+    assert!(run.stdout.contains("validated unconfined (sandbox backend none)"), "{}", run.stdout);
+    assert!(run.stderr.contains("unconfined"), "{}", run.stderr);
+    let log = install_log(&home);
+    assert_eq!((&log[0]["sandbox"], &log[0]["confined"]), (&serde_json::json!("none"), &serde_json::json!(false)));
+}
