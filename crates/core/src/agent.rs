@@ -608,7 +608,7 @@ impl Agent {
                 cancel: cancel.child_token(),
                 correlation_id: correlation_id.to_owned(),
             };
-            let results = tools::run_calls(&turn_tools, &completion.tool_calls, &context, events).await;
+            let results = tools::run_calls(&turn_tools, &completion.tool_calls, &context, events, &self.leaks).await;
             outcome.tool_calls += results.len() as u32;
             let mut fatal = None;
             let mut final_reply = None;

@@ -438,3 +438,32 @@ async fn secrets_in_the_streamed_reply_are_redacted_before_anyone_sees_them() {
     let warnings = events.warnings.lock().unwrap();
     assert!(warnings.iter().any(|warning| warning.contains("Redacted 2 secret(s)")), "{warnings:?}");
 }
+
+/// Keeps the arguments of every announced tool call.
+#[derive(Default)]
+struct Announced(Mutex<Vec<String>>);
+
+impl AgentEvents for Announced {
+    fn tool_started(&self, call: &ToolCall) {
+        self.0.lock().unwrap().push(call.arguments.clone());
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_tool_call_arguments_are_redacted_in_the_announced_event() {
+    let arguments = r#"{"path":"notes.txt","content":"pw correct-horse-battery-staple"}"#;
+    let provider = FakeProvider::new(vec![calls(&[("a", "leaky", arguments), ("b", "leaky", "{}")]), text("done")]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Leaky));
+    let (agent, _store) = agent(provider, tools, 5);
+    let agent = agent.with_leak_scanner(crate::leaks::LeakScanner::new(["correct-horse-battery-staple".to_owned()]));
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let events = Announced::default();
+    agent.run_turn(&mut session, "go", &events, &CancellationToken::new()).await.unwrap();
+    let announced = events.0.lock().unwrap().clone();
+    assert_eq!(
+        announced,
+        [r#"{"path":"notes.txt","content":"pw [REDACTED:configured_secret]"}"#, "{}"],
+        "the event is redacted, a clean call is announced as it came"
+    );
+}

@@ -4,6 +4,7 @@
 use squidbot_types::message::ToolCall;
 
 use super::AgentEvents;
+use crate::leaks::LeakScanner;
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 /// Result of one call, paired with the call.
@@ -15,6 +16,7 @@ pub(super) async fn run_calls<'a>(
     calls: &'a [ToolCall],
     context: &ToolContext,
     events: &dyn AgentEvents,
+    leaks: &LeakScanner,
 ) -> Vec<CallResult<'a>> {
     let mut results = Vec::with_capacity(calls.len());
     let mut index = 0;
@@ -27,7 +29,7 @@ pub(super) async fn run_calls<'a>(
         };
         let batch = &calls[index..end];
         for call in batch {
-            events.tool_started(call);
+            announce(call, events, leaks);
         }
         let outputs = futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context))).await;
         for (call, output) in batch.iter().zip(outputs) {
@@ -37,6 +39,19 @@ pub(super) async fn run_calls<'a>(
         index = end;
     }
     results
+}
+
+/// Tells the readers of the turn's events (gateway clients, channels) that `call` starts,
+/// with any secret in its arguments redacted: they are outbound like the reply.
+fn announce(call: &ToolCall, events: &dyn AgentEvents, leaks: &LeakScanner) {
+    let (arguments, findings) = leaks.redact(&call.arguments);
+    if findings.is_empty() {
+        events.tool_started(call);
+        return;
+    }
+    let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
+    tracing::warn!(tool = %call.name, kinds = ?kinds, "redacted secrets from a tool call's arguments in its event");
+    events.tool_started(&ToolCall { arguments, ..call.clone() });
 }
 
 async fn run_one(registry: &ToolRegistry, call: &ToolCall, context: &ToolContext) -> Result<ToolOutput, ToolError> {
