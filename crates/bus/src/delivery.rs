@@ -136,6 +136,16 @@ pub enum SendError {
         /// Why.
         reason: String,
     },
+    /// The target is a running agent's own name or alias (a worker) and no route took
+    /// it: such targets are live routes only (the protocol's background aliases), and an
+    /// ended agent never reads a trigger file, so the sender is told instead.
+    #[error("{target} is not running ({reason}); nothing was queued")]
+    NoRoute {
+        /// The target.
+        target: String,
+        /// Why the route did not take it.
+        reason: String,
+    },
     /// No route took it and the trigger file could not be written either.
     #[error("can't deliver the message: {reason}")]
     Undeliverable {
@@ -146,7 +156,7 @@ pub enum SendError {
 
 impl SendError {
     /// The result code: `invalid_target`, `owner_binding_violation`, `empty_message`,
-    /// `message_too_long`, `rejected`, `undeliverable`.
+    /// `message_too_long`, `rejected`, `no_route`, `undeliverable`.
     pub fn code(&self) -> &'static str {
         match self {
             SendError::InvalidTarget { .. } => "invalid_target",
@@ -154,6 +164,7 @@ impl SendError {
             SendError::EmptyMessage => "empty_message",
             SendError::TooLong { .. } => "message_too_long",
             SendError::Rejected { .. } => "rejected",
+            SendError::NoRoute { .. } => "no_route",
             SendError::Undeliverable { .. } => "undeliverable",
         }
     }
@@ -280,8 +291,9 @@ impl Bus {
 
     /// Registers `route` for a running agent under its own name and `aliases` (which may
     /// not be roles or configured names). Dropping the handle unregisters all of them;
-    /// the names stay valid targets with no route for the rest of the run, so later
-    /// messages wait in trigger files and health says `no_route`.
+    /// the names stay valid targets with no route for the rest of the run: health says
+    /// `no_route` and a send is refused with `no_route` (never queued in a trigger file
+    /// nobody would read).
     pub fn register_agent(
         &self,
         target: &str,
@@ -408,6 +420,11 @@ impl Bus {
         let (status, detail) = match self.hand_over(&message, Source::Live).await {
             HandOver::Acked(ack) => (DeliveryStatus::Verified, ack.detail),
             HandOver::NoAckYet => (DeliveryStatus::Unverified, Some("no acknowledgement yet".to_owned())),
+            HandOver::Unavailable(reason) if self.directory.canonical(&message.target).is_none() => {
+                let error = SendError::NoRoute { target: message.target.clone(), reason };
+                self.record(self.entry(&message, error.code(), Some(error.to_string()))).await;
+                return Err(error);
+            }
             HandOver::Unavailable(reason) => {
                 let detail = self.fall_back(&message, &reason).await?;
                 (DeliveryStatus::Fallback, Some(detail))

@@ -206,8 +206,9 @@ mod tests {
         routes.worker_ended(&first, WorkerOutcome::Done);
         assert_eq!(bus.health("c0ffee01").health, Health::NoRoute);
         assert_eq!(bus.health("coder-bg-1").health, Health::NoRoute);
-        let later = bus.send(&Sender::role("assistant"), request("c0ffee01", "still there?", Priority::Normal)).await;
-        assert_eq!(later.unwrap().status, DeliveryStatus::Fallback);
+        let later = bus.send(&Sender::role("assistant"), request("coder-bg-1", "still there?", Priority::Normal)).await;
+        assert!(matches!(later, Err(SendError::NoRoute { ref target, .. }) if target == "coder-bg-1"), "{later:?}");
+        assert!(bus.triggers().waiting_targets().unwrap().is_empty(), "nothing queued for an ended worker");
         let third = worker("c0ffee04", "coder", WorkerPriority::Background);
         routes.worker_started(&third, &WorkerInbox::new("c0ffee04"));
         assert_eq!(bus.resolve("coder-bg-1").as_deref(), Some("c0ffee04"));
@@ -219,7 +220,7 @@ mod tests {
         let counts = bus.result_counts();
         assert!(counts.contains(&("delivered.verified".to_owned(), 4)), "{counts:?}");
         assert!(counts.contains(&("owner_binding_violation".to_owned(), 1)), "{counts:?}");
-        assert!(counts.contains(&("fallback.triggered".to_owned(), 1)), "{counts:?}");
+        assert!(counts.contains(&("no_route".to_owned(), 1)), "{counts:?}");
         let journaled = journal.entries();
         assert!(journaled.iter().any(|entry| entry.from == "c0ffee01" && entry.result == "owner_binding_violation"));
     }

@@ -157,7 +157,7 @@ fn bus(gateway: &Gateway) -> Result<&Arc<Bus>, MethodError> {
 /// A refused send as `bus.send` answers it: `details.status` holds the protocol's code.
 pub(crate) fn error_json(error: &SendError) -> MethodError {
     let code = match error {
-        SendError::Undeliverable { .. } => ErrorCode::Unavailable,
+        SendError::Undeliverable { .. } | SendError::NoRoute { .. } => ErrorCode::Unavailable,
         SendError::InvalidTarget { .. }
         | SendError::OwnerBindingViolation { .. }
         | SendError::EmptyMessage

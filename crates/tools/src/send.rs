@@ -136,6 +136,7 @@ impl SendTool {
             | SendError::TooLong { .. }
             | SendError::Rejected { .. }
             | SendError::Undeliverable { .. } => String::new(),
+            SendError::NoRoute { .. } => "; it has ended: its result reaches its owner on its own".to_owned(),
         };
         format!("can't send: {}: {error}{hint}", error.code())
     }

@@ -313,8 +313,10 @@ async fn running_agents_are_targets_and_stay_valid_without_a_route_once_gone() {
         Health::NoRoute,
         "the protocol's no_route: a valid name, nothing connected"
     );
-    let later = bus.send(&Sender::role("assistant"), request("worker-7", "still there?")).await.unwrap();
-    assert_eq!(later.status, DeliveryStatus::Fallback);
+    let later = bus.send(&Sender::role("assistant"), request("worker-7", "still there?")).await.unwrap_err();
+    assert_eq!(later.code(), "no_route", "an ended agent's messages are not queued: {later}");
+    assert!(bus.triggers().waiting_targets().unwrap().is_empty());
+    assert_eq!(fixture.journal.entries().last().unwrap().result, "no_route", "the refusal is journaled");
     assert_eq!(bus.health("worker-8").health, Health::InvalidTarget);
     assert!(bus.register("../x", Scripted::new(Behaviour::Ack)).is_err());
 }

@@ -287,6 +287,11 @@ async fn a_background_worker_sends_as_itself_to_its_owner_and_nowhere_else() {
     // Once it ended, its id is a target without a route.
     let health = bus_health(&gateway, &worker_id).await;
     assert_eq!(health["health"], "no_route", "{health}");
+    // A message to it is refused, not queued in a trigger file nobody would read.
+    let late = client.call("bus.send", json!({"target": worker_id, "message": "still there?"})).await;
+    assert_eq!(late["ok"], false, "{late}");
+    assert_eq!(late["error"]["details"]["status"], "no_route", "{late}");
+    assert!(!trigger_file(&home, &format!("{worker_id}.txt")).exists(), "nothing queued for an ended worker");
     let metrics = reqwest::Client::new()
         .get(format!("{}/metrics", gateway.base))
         .bearer_auth(TOKEN)
