@@ -10,13 +10,17 @@
 //! behind, so a client that never reads cannot hurt the others while a busy one survives a
 //! burst of tiny deltas from a fast model.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use squidbot_types::Usage;
 use tokio::sync::mpsc;
+
+mod index;
+
+use index::{Broad, Index, Progress, Subscriber, Subscribers};
 
 /// Events a subscriber may have queued before it is cut off, unless it is still reading.
 pub const MAX_PENDING: usize = 10_000;
@@ -213,136 +217,6 @@ impl std::fmt::Debug for Filter {
     }
 }
 
-/// The part of a filter that is not a key the hub can look up.
-enum Broad {
-    All,
-    Custom(Arc<dyn Fn(&TurnEvent) -> bool + Send + Sync>),
-}
-
-struct Subscriber {
-    broad: Option<Broad>,
-    sessions: HashSet<String>,
-    runs: HashSet<String>,
-    sender: mpsc::UnboundedSender<Arc<TurnEvent>>,
-    progress: Arc<Progress>,
-}
-
-impl Subscriber {
-    fn accepts(&self, event: &TurnEvent) -> bool {
-        self.sessions.contains(&event.session_key)
-            || self.runs.contains(&event.run_id)
-            || match &self.broad {
-                Some(Broad::All) => true,
-                Some(Broad::Custom(predicate)) => predicate(event),
-                None => false,
-            }
-    }
-}
-
-/// What the publisher knows of a subscriber's reading.
-struct Progress {
-    pending: AtomicUsize,
-    cut_off: AtomicBool,
-    /// Milliseconds after the hub's start of the last event taken.
-    last_taken_ms: AtomicU64,
-}
-
-/// The subscribers, indexed so that publishing an event touches only those that want it:
-/// with a thousand WebSocket clients each watching its own session, asking every
-/// subscriber about every event made the fan-out most of the gateway's CPU.
-#[derive(Default)]
-struct Subscribers {
-    all: HashMap<u64, Subscriber>,
-    by_session: HashMap<String, Vec<u64>>,
-    by_run: HashMap<String, Vec<u64>>,
-    /// Subscribers with [`Filter::All`] or [`Filter::Custom`], asked about every event.
-    broad: Vec<u64>,
-}
-
-/// Which index a watched key lives in.
-#[derive(Clone, Copy)]
-enum Index {
-    Session,
-    Run,
-}
-
-impl Subscribers {
-    fn insert(&mut self, id: u64, subscriber: Subscriber) {
-        if subscriber.broad.is_some() {
-            self.broad.push(id);
-        }
-        for key in &subscriber.sessions {
-            self.by_session.entry(key.clone()).or_default().push(id);
-        }
-        for key in &subscriber.runs {
-            self.by_run.entry(key.clone()).or_default().push(id);
-        }
-        self.all.insert(id, subscriber);
-    }
-
-    fn remove(&mut self, id: u64) {
-        let Some(subscriber) = self.all.remove(&id) else { return };
-        if subscriber.broad.is_some() {
-            self.broad.retain(|broad| *broad != id);
-        }
-        for key in &subscriber.sessions {
-            unindex(&mut self.by_session, key, id);
-        }
-        for key in &subscriber.runs {
-            unindex(&mut self.by_run, key, id);
-        }
-    }
-
-    fn watch(&mut self, id: u64, index: Index, key: &str) {
-        let Some(subscriber) = self.all.get_mut(&id) else { return };
-        let (keys, map) = match index {
-            Index::Session => (&mut subscriber.sessions, &mut self.by_session),
-            Index::Run => (&mut subscriber.runs, &mut self.by_run),
-        };
-        if !keys.contains(key) {
-            keys.insert(key.to_owned());
-            map.entry(key.to_owned()).or_default().push(id);
-        }
-    }
-
-    fn unwatch(&mut self, id: u64, index: Index, key: &str) {
-        let Some(subscriber) = self.all.get_mut(&id) else { return };
-        let (keys, map) = match index {
-            Index::Session => (&mut subscriber.sessions, &mut self.by_session),
-            Index::Run => (&mut subscriber.runs, &mut self.by_run),
-        };
-        if keys.remove(key) {
-            unindex(map, key, id);
-        }
-    }
-
-    /// The subscribers that may want `event`, each once.
-    fn candidates(&self, event: &TurnEvent) -> Vec<u64> {
-        let by_session = self.by_session.get(&event.session_key).map_or(&[][..], Vec::as_slice);
-        let by_run = self.by_run.get(&event.run_id).map_or(&[][..], Vec::as_slice);
-        let mut candidates = Vec::with_capacity(by_session.len() + by_run.len() + self.broad.len());
-        candidates.extend_from_slice(by_session);
-        candidates.extend_from_slice(by_run);
-        candidates.extend_from_slice(&self.broad);
-        // A subscriber may be listed under the session, the run and as broad at once.
-        let sources = [by_session.len(), by_run.len(), self.broad.len()].iter().filter(|length| **length > 0).count();
-        if sources > 1 {
-            candidates.sort_unstable();
-            candidates.dedup();
-        }
-        candidates
-    }
-}
-
-fn unindex(map: &mut HashMap<String, Vec<u64>>, key: &str, id: u64) {
-    if let Some(ids) = map.get_mut(key) {
-        ids.retain(|listed| *listed != id);
-        if ids.is_empty() {
-            map.remove(key);
-        }
-    }
-}
-
 /// The publish side, shared by everything that runs turns.
 pub struct EventHub {
     subscribers: Mutex<Subscribers>,
@@ -493,7 +367,8 @@ impl Watchlist {
         self.change(|subscribers| subscribers.watch(self.id, Index::Session, key));
     }
 
-    /// Stops receiving the events of session `key` (unless the filter asks for them).
+    /// Stops receiving the events of session `key` (an `All` or `Custom` filter may still
+    /// accept them).
     pub fn unwatch_session(&self, key: &str) {
         self.change(|subscribers| subscribers.unwatch(self.id, Index::Session, key));
     }
@@ -503,7 +378,8 @@ impl Watchlist {
         self.change(|subscribers| subscribers.watch(self.id, Index::Run, id));
     }
 
-    /// Stops receiving the events of run `id` (unless the filter asks for them).
+    /// Stops receiving the events of run `id` (an `All` or `Custom` filter may still accept
+    /// them).
     pub fn unwatch_run(&self, id: &str) {
         self.change(|subscribers| subscribers.unwatch(self.id, Index::Run, id));
     }
@@ -558,7 +434,8 @@ impl Subscription {
         self.watchlist.watch_session(key);
     }
 
-    /// Stops receiving the events of session `key` (unless the filter asks for them).
+    /// Stops receiving the events of session `key` (an `All` or `Custom` filter may still
+    /// accept them).
     pub fn unwatch_session(&self, key: &str) {
         self.watchlist.unwatch_session(key);
     }
@@ -568,7 +445,8 @@ impl Subscription {
         self.watchlist.watch_run(id);
     }
 
-    /// Stops receiving the events of run `id` (unless the filter asks for them).
+    /// Stops receiving the events of run `id` (an `All` or `Custom` filter may still accept
+    /// them).
     pub fn unwatch_run(&self, id: &str) {
         self.watchlist.unwatch_run(id);
     }

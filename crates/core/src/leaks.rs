@@ -60,6 +60,18 @@ const SHAPES: &[Shape] = &[
     Shape { kind: "bearer_token", prefix: "bearer ", charset: bearer_char, min_len: 20 },
 ];
 
+/// The bytes a shape's prefix starts with (every prefix is ASCII, so a match always
+/// starts on a character boundary).
+const PREFIX_STARTS: [bool; 256] = {
+    let mut starts = [false; 256];
+    let mut index = 0;
+    while index < SHAPES.len() {
+        starts[SHAPES[index].prefix.as_bytes()[0] as usize] = true;
+        index += 1;
+    }
+    starts
+};
+
 /// A secret found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -105,11 +117,20 @@ impl LeakScanner {
             }
         }
         find_pem_keys(text, &mut findings);
+        // One pass over the text: every reply and tool result goes through here, so a
+        // search per shape (seventeen passes) would cost more than the rest of the scan.
         let bytes = text.as_bytes();
-        for shape in SHAPES {
-            for (start, _) in text.match_indices(shape.prefix) {
-                // A prefix inside a longer word is not a key (`task-...` is not `sk-...`).
-                if start > 0 && token_char(bytes[start - 1]) {
+        for start in 0..bytes.len() {
+            if !PREFIX_STARTS[usize::from(bytes[start])] {
+                continue;
+            }
+            // A prefix inside a longer word is not a key (`task-...` is not `sk-...`).
+            if start > 0 && token_char(bytes[start - 1]) {
+                continue;
+            }
+            let rest = &bytes[start..];
+            for shape in SHAPES {
+                if !rest.starts_with(shape.prefix.as_bytes()) {
                     continue;
                 }
                 let body_start = start + shape.prefix.len();

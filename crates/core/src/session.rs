@@ -109,6 +109,25 @@ impl Session {
 
     /// Entries from the root to the active leaf. A missing parent or a cycle ends the walk.
     pub fn active_path(&self) -> Vec<&SessionEntry> {
+        // Every model call walks the branch; a walk longer than the file is a cycle, so
+        // the set that stops it is built only then.
+        let mut path = Vec::new();
+        let mut cursor = self.leaf.as_deref();
+        while let Some(id) = cursor {
+            if path.len() > self.entries.len() {
+                return self.active_path_guarded();
+            }
+            let Some(entry) = self.entry(id) else { break };
+            path.push(entry);
+            cursor = entry.parent.as_deref();
+        }
+        path.reverse();
+        path
+    }
+
+    /// [`Session::active_path`] for a file whose parent links loop: the walk stops before
+    /// the first entry it meets again.
+    fn active_path_guarded(&self) -> Vec<&SessionEntry> {
         let mut path = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor = self.leaf.as_deref();
@@ -299,6 +318,26 @@ mod tests {
         let history = session.history();
         assert_eq!(history.len(), 3);
         assert_eq!(history[2], ChatMessage::user("branch b"));
+    }
+
+    #[test]
+    fn parent_links_that_loop_end_the_walk_before_the_first_repeat() {
+        let entry = |id: &str, parent: &str, content: &str| SessionEntry {
+            id: id.into(),
+            parent: Some(parent.into()),
+            timestamp: "t".into(),
+            body: message(MessageRole::User, content),
+        };
+        // A hand-edited file: a -> c -> b -> a, the last line written is the leaf.
+        let loaded = LoadedSession {
+            header: header(),
+            entries: vec![entry("a", "c", "one"), entry("b", "a", "two"), entry("c", "b", "three")],
+            warnings: Vec::new(),
+        };
+        let session = Session::from_loaded(loaded);
+        let path: Vec<&str> = session.active_path().iter().map(|entry| entry.id.as_str()).collect();
+        assert_eq!(path, ["a", "b", "c"], "each entry once, ending at the leaf");
+        assert_eq!(session.history().len(), 3);
     }
 
     #[test]

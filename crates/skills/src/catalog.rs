@@ -231,9 +231,9 @@ impl SkillCatalog {
         self.shared_discovery(Some(group))
     }
 
-    /// A discovery that started after this call: its own, or one running for another
-    /// call that started later than this one. Only the call that ran it gets
-    /// `new_problems`, so each problem is still reported once.
+    /// A discovery that started after this call arrived: its own, or one another call
+    /// started meanwhile. Only the call that ran it gets `new_problems`, so each problem
+    /// is still reported once.
     fn shared_discovery(&self, group: Option<&Path>) -> Discovery {
         let key: FlightKey = group.map(Path::to_path_buf);
         let flights = &self.flights;
@@ -264,7 +264,11 @@ impl SkillCatalog {
             if state.landed.len() >= MAX_LANDED {
                 state.landed.remove(0);
             }
-            state.landed.push((takeoff.key.clone(), number, Discovery { new_problems: Vec::new(), ..discovery.clone() }));
+            state.landed.push((
+                takeoff.key.clone(),
+                number,
+                Discovery { new_problems: Vec::new(), ..discovery.clone() },
+            ));
         }
         drop(state);
         drop(takeoff);

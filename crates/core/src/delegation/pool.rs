@@ -199,6 +199,16 @@ struct Inner {
     order: Vec<String>,
     /// Ids of ended workers, oldest first.
     finished: VecDeque<String>,
+    /// Ids per owner session, in start order: every assistant turn asks for its own
+    /// workers, and with a hundred others running that must not visit them all.
+    owners: HashMap<String, Vec<String>>,
+}
+
+impl Inner {
+    /// The entries of `owner`'s workers, in start order.
+    fn of_owner<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.owners.get(owner).into_iter().flatten().filter_map(|id| self.workers.get(id))
+    }
 }
 
 /// Every worker of the process, running and recently finished.
@@ -231,11 +241,7 @@ impl WorkerPool {
     /// Registers a running worker unless its owner already has `limit` running.
     pub fn register(&self, worker: NewWorker, limit: usize) -> Result<WorkerSnapshot, PoolError> {
         let mut inner = self.lock();
-        let running = inner
-            .workers
-            .values()
-            .filter(|entry| entry.snapshot.owner == worker.owner && !entry.snapshot.state.is_terminal())
-            .count();
+        let running = inner.of_owner(&worker.owner).filter(|entry| !entry.snapshot.state.is_terminal()).count();
         if running >= limit {
             return Err(PoolError::TooManyWorkers { running, limit });
         }
@@ -264,6 +270,7 @@ impl WorkerPool {
             started: Instant::now(),
             ended: None,
         };
+        inner.owners.entry(snapshot.owner.clone()).or_default().push(id.clone());
         inner.workers.insert(id.clone(), entry);
         inner.order.push(id);
         Ok(snapshot)
@@ -283,7 +290,15 @@ impl WorkerPool {
             inner.finished.push_back(id.to_owned());
             while inner.finished.len() > KEEP_FINISHED {
                 if let Some(old) = inner.finished.pop_front() {
-                    inner.workers.remove(&old);
+                    if let Some(removed) = inner.workers.remove(&old) {
+                        let owner = &removed.snapshot.owner;
+                        if let Some(ids) = inner.owners.get_mut(owner) {
+                            ids.retain(|kept| *kept != old);
+                            if ids.is_empty() {
+                                inner.owners.remove(owner);
+                            }
+                        }
+                    }
                     inner.order.retain(|kept| *kept != old);
                 }
             }
@@ -377,28 +392,16 @@ impl WorkerPool {
 
     /// Workers of one owner session, in start order.
     pub fn owned_by(&self, owner: &str) -> Vec<WorkerSnapshot> {
-        let inner = self.lock();
-        inner
-            .order
-            .iter()
-            .filter_map(|id| inner.workers.get(id))
-            .filter(|entry| entry.snapshot.owner == owner)
-            .map(Entry::snapshot)
-            .collect()
+        self.lock().of_owner(owner).map(Entry::snapshot).collect()
     }
 
     /// The ended workers of `owner`, most recent last, at most `limit`.
     pub fn finished_for(&self, owner: &str, limit: usize) -> Vec<WorkerSnapshot> {
         let inner = self.lock();
-        let mine: Vec<WorkerSnapshot> = inner
-            .finished
-            .iter()
-            .filter_map(|id| inner.workers.get(id))
-            .filter(|entry| entry.snapshot.owner == owner)
-            .map(Entry::snapshot)
-            .collect();
+        let mut mine: Vec<&Entry> = inner.of_owner(owner).filter(|entry| entry.ended.is_some()).collect();
+        mine.sort_by_key(|entry| entry.ended);
         let skip = mine.len().saturating_sub(limit);
-        mine.into_iter().skip(skip).collect()
+        mine.into_iter().skip(skip).map(Entry::snapshot).collect()
     }
 }
 

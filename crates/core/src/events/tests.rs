@@ -124,7 +124,7 @@ async fn watching_adds_to_a_broad_filter_without_doubling_events() {
     let hub = EventHub::new();
     let mut all = hub.subscribe(Filter::All);
     all.watch_session("s1");
-    let mut custom = hub.subscribe(Filter::Custom(Arc::new(|event: &TurnEvent| event.seq % 2 == 0)));
+    let mut custom = hub.subscribe(Filter::Custom(Arc::new(|event: &TurnEvent| event.seq.is_multiple_of(2))));
     custom.watch_run("r1");
     for seq in 1..=4 {
         hub.publish(event("r1", "s1", seq));
