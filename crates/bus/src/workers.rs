@@ -41,8 +41,11 @@ struct InboxRoute {
 
 impl Route for InboxRoute {
     async fn deliver(&self, delivery: &Delivery) -> Result<Ack, RouteError> {
-        let message =
-            InboxMessage { text: delivery.text.clone(), urgent: delivery.message.priority == Priority::Urgent };
+        let message = InboxMessage {
+            text: delivery.text.clone(),
+            urgent: delivery.message.priority == Priority::Urgent,
+            correlation_id: Some(delivery.message.correlation_id.clone()),
+        };
         match self.inbox.deliver(message) {
             Ok(()) => Ok(Ack { detail: Some(format!("in the inbox of worker {}", self.inbox.worker_id())) }),
             Err(error) => Err(RouteError::Unavailable(error.to_string())),
@@ -202,7 +205,7 @@ mod tests {
         assert_eq!(assistant.0.lock().unwrap().len(), 3);
 
         // An ended worker is a target without a route; its slot is free again.
-        inboxes[0].deliver(InboxMessage { text: String::new(), urgent: false }).unwrap();
+        inboxes[0].deliver(InboxMessage { text: String::new(), urgent: false, correlation_id: None }).unwrap();
         routes.worker_ended(&first, WorkerOutcome::Done);
         assert_eq!(bus.health("c0ffee01").health, Health::NoRoute);
         assert_eq!(bus.health("coder-bg-1").health, Health::NoRoute);

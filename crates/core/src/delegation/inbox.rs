@@ -15,6 +15,18 @@ pub struct InboxMessage {
     pub text: String,
     /// Stop the worker's current turn so this is read now.
     pub urgent: bool,
+    /// The correlation id the message carries: the worker's turn that reads it carries
+    /// it on (into its tool calls, bus messages and log lines); `None` keeps the worker's.
+    pub correlation_id: Option<String>,
+}
+
+/// The waiting messages, taken as one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Taken {
+    /// Their texts, in arrival order.
+    pub(super) text: String,
+    /// The correlation id of the latest message that had one.
+    pub(super) correlation_id: Option<String>,
 }
 
 /// Why a message was not taken.
@@ -105,13 +117,20 @@ impl WorkerInbox {
     }
 
     /// Takes every waiting message as one input, `None` when there is none.
-    pub(super) fn take_input(&self) -> Option<String> {
+    pub(super) fn take_input(&self) -> Option<Taken> {
         let mut state = self.lock();
         if state.queue.is_empty() {
             return None;
         }
-        let texts: Vec<String> = state.queue.drain(..).map(|message| message.text).collect();
-        Some(texts.join("\n\n"))
+        let mut texts = Vec::with_capacity(state.queue.len());
+        let mut correlation_id = None;
+        for message in state.queue.drain(..) {
+            texts.push(message.text);
+            if let Some(id) = message.correlation_id.filter(|id| !id.trim().is_empty()) {
+                correlation_id = Some(id);
+            }
+        }
+        Some(Taken { text: texts.join("\n\n"), correlation_id })
     }
 
     /// Closes the inbox; returns what was never read.
@@ -131,17 +150,25 @@ mod tests {
     fn urgent_messages_stop_the_turn_and_everything_is_read_in_order() {
         let inbox = WorkerInbox::new("w1");
         let worker = CancellationToken::new();
-        inbox.deliver(InboxMessage { text: "(ASSISTANT #1): first".into(), urgent: false }).unwrap();
+        inbox
+            .deliver(InboxMessage { text: "(ASSISTANT #1): first".into(), urgent: false, correlation_id: None })
+            .unwrap();
         let turn = inbox.begin_turn(&worker);
-        inbox.deliver(InboxMessage { text: "(ASSISTANT #2): second".into(), urgent: false }).unwrap();
+        let second = InboxMessage {
+            text: "(ASSISTANT #2): second".into(),
+            urgent: false,
+            correlation_id: Some("corr-2".into()),
+        };
+        inbox.deliver(second).unwrap();
         assert!(!turn.is_cancelled(), "a normal message waits for the turn's end");
-        inbox.deliver(InboxMessage { text: "(ASSISTANT #3): [URGENT] stop".into(), urgent: true }).unwrap();
+        inbox
+            .deliver(InboxMessage { text: "(ASSISTANT #3): [URGENT] stop".into(), urgent: true, correlation_id: None })
+            .unwrap();
         assert!(turn.is_cancelled() && !worker.is_cancelled(), "an urgent one stops the turn, not the worker");
         assert!(inbox.end_turn());
-        assert_eq!(
-            inbox.take_input().as_deref(),
-            Some("(ASSISTANT #1): first\n\n(ASSISTANT #2): second\n\n(ASSISTANT #3): [URGENT] stop")
-        );
+        let taken = inbox.take_input().unwrap();
+        assert_eq!(taken.text, "(ASSISTANT #1): first\n\n(ASSISTANT #2): second\n\n(ASSISTANT #3): [URGENT] stop");
+        assert_eq!(taken.correlation_id.as_deref(), Some("corr-2"), "the latest message that carried one");
         assert_eq!(inbox.take_input(), None);
         let next = inbox.begin_turn(&worker);
         assert!(!next.is_cancelled() && !inbox.end_turn());
@@ -150,11 +177,11 @@ mod tests {
     #[test]
     fn a_closed_inbox_refuses_and_hands_back_what_was_unread() {
         let inbox = WorkerInbox::new("w2");
-        inbox.deliver(InboxMessage { text: "unread".into(), urgent: false }).unwrap();
+        inbox.deliver(InboxMessage { text: "unread".into(), urgent: false, correlation_id: None }).unwrap();
         assert_eq!(inbox.close().len(), 1);
         assert!(inbox.is_closed());
         assert_eq!(
-            inbox.deliver(InboxMessage { text: "late".into(), urgent: true }),
+            inbox.deliver(InboxMessage { text: "late".into(), urgent: true, correlation_id: None }),
             Err(InboxError::Closed { id: "w2".into() })
         );
     }

@@ -155,10 +155,12 @@ async fn work(
     let nudge = WORKER_NUDGE_PROMPT.load(agent.workspace().as_ref());
     let events = WorkerEvents { pool: &pool, id: &worker.id };
     let mut input = brief;
+    // A message another agent sent carries its own correlation id into the turn that reads it.
+    let mut correlation_id = worker.correlation_id.clone();
     let mut nudges = 0;
     loop {
         let turn = inbox.begin_turn(&cancel);
-        let outcome = agent.run_turn_correlated(&mut session, &input, &events, &turn, &worker.correlation_id).await;
+        let outcome = agent.run_turn_correlated(&mut session, &input, &events, &turn, &correlation_id).await;
         let interrupted = inbox.end_turn();
         let outcome = match outcome {
             Ok(outcome) => outcome,
@@ -183,7 +185,8 @@ async fn work(
             }
         }
         if let Some(messages) = inbox.take_input() {
-            input = messages;
+            input = messages.text;
+            correlation_id = messages.correlation_id.unwrap_or_else(|| worker.correlation_id.clone());
             continue;
         }
         if let Some((reported, result)) = pool.reported(&worker.id) {

@@ -70,7 +70,13 @@ async fn a_message_reaches_a_running_worker_after_its_turn_and_observers_see_it_
     let inbox = watcher.inbox();
     assert_eq!(inbox.worker_id(), worker.id);
 
-    inbox.deliver(InboxMessage { text: "(ASSISTANT #1): count the red ones too".into(), urgent: false }).unwrap();
+    inbox
+        .deliver(InboxMessage {
+            text: "(ASSISTANT #1): count the red ones too".into(),
+            urgent: false,
+            correlation_id: None,
+        })
+        .unwrap();
     gate.add_permits(1);
     wait_for("the worker to end", || fixture.delegator.pool().snapshot(&worker.id).unwrap().state.is_terminal()).await;
 
@@ -82,7 +88,7 @@ async fn a_message_reaches_a_running_worker_after_its_turn_and_observers_see_it_
     assert_eq!(watcher.ended(), [(worker.id.clone(), WorkerOutcome::Done)]);
     assert!(inbox.is_closed());
     assert!(matches!(
-        inbox.deliver(InboxMessage { text: "late".into(), urgent: false }),
+        inbox.deliver(InboxMessage { text: "late".into(), urgent: false, correlation_id: None }),
         Err(InboxError::Closed { .. })
     ));
 }
@@ -101,7 +107,7 @@ async fn an_urgent_message_interrupts_the_workers_turn_and_is_read_next() {
     wait_for("the worker's first model call", || fixture.worker_llm.requests().len() == 1).await;
 
     let urgent = "(ASSISTANT #2): [URGENT] stop the deploy";
-    watcher.inbox().deliver(InboxMessage { text: urgent.into(), urgent: true }).unwrap();
+    watcher.inbox().deliver(InboxMessage { text: urgent.into(), urgent: true, correlation_id: None }).unwrap();
     wait_for("the worker to end", || fixture.delegator.pool().snapshot(&worker.id).unwrap().state.is_terminal()).await;
 
     let requests = fixture.worker_llm.requests();
@@ -126,6 +132,36 @@ async fn running_out_of_time_is_its_own_outcome() {
     assert_eq!(worker.state, WorkerState::Failed);
     assert_eq!(watcher.ended(), [(worker.id, WorkerOutcome::TimedOut)]);
     assert_eq!(WorkerOutcome::TimedOut.as_str(), "timeout");
+}
+
+#[tokio::test]
+async fn a_message_to_a_worker_carries_its_correlation_id_into_the_turn_that_reads_it() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let fixture = fixture(
+        vec![delegate("worker", "background"), text("On it.")],
+        vec![
+            Step::Gated(gate.clone(), Box::new(text("still looking"))),
+            call("probe", serde_json::json!({})),
+            report_done("checked"),
+        ],
+        Options::default(),
+    );
+    let watcher = Arc::new(Watcher::default());
+    fixture.delegator.observe(watcher.clone());
+    fixture.turn("check in the background").await;
+    let worker = fixture.only_worker();
+    let message = InboxMessage {
+        text: "(ASSISTANT #4): check the logs too".into(),
+        urgent: false,
+        correlation_id: Some("later-corr-9".into()),
+    };
+    watcher.inbox().deliver(message).unwrap();
+    gate.add_permits(1);
+    wait_for("the worker to end", || fixture.delegator.pool().snapshot(&worker.id).unwrap().state.is_terminal()).await;
+    let probed: Vec<String> =
+        fixture.probe.seen.lock().unwrap().iter().map(|context| context.correlation_id.clone()).collect();
+    assert_ne!(worker.correlation_id, "later-corr-9");
+    assert_eq!(probed, ["later-corr-9"], "the turn that read the message carries the message's id");
 }
 
 #[tokio::test]
