@@ -282,6 +282,21 @@ impl Bus {
         self.routes.is_known(&name).then_some(name)
     }
 
+    /// A bus of the built-in roles with default settings, the system clock, trigger files
+    /// under `trigger_directory` and a journal kept in memory (returned, to read back):
+    /// for tests and tools that have no database.
+    pub fn in_memory(trigger_directory: &std::path::Path) -> (Arc<Self>, Arc<crate::journal::MemoryJournal>) {
+        let journal = Arc::new(crate::journal::MemoryJournal::new());
+        let bus = Self::new(
+            Directory::default(),
+            TriggerFiles::new(trigger_directory),
+            journal.clone(),
+            Arc::new(squidbot_core::clock::SystemClock),
+            BusSettings::default(),
+        );
+        (bus, journal)
+    }
+
     /// Registers `route` as the live route of `target` (a role, alias, `user`, or the own
     /// name of a running agent such as a worker's id, which is a target while registered).
     /// A newer registration of the same target replaces this one.

@@ -116,13 +116,10 @@ impl WorkerObserver for WorkerRoutes {
 
 #[cfg(test)]
 mod tests {
-    use squidbot_core::clock::SystemClock;
     use squidbot_core::delegation::WorkerState;
 
     use super::*;
-    use crate::{
-        BusSettings, DeliveryStatus, Directory, Health, MemoryJournal, Route, SendError, SendRequest, TriggerFiles,
-    };
+    use crate::{DeliveryStatus, Health, Route, SendError, SendRequest};
 
     fn worker(id: &str, role: &str, priority: WorkerPriority) -> WorkerSnapshot {
         WorkerSnapshot {
@@ -158,14 +155,7 @@ mod tests {
     #[tokio::test]
     async fn running_workers_are_targets_with_slot_aliases_and_send_as_themselves() {
         let directory = tempfile::tempdir().unwrap();
-        let journal = Arc::new(MemoryJournal::new());
-        let bus = Bus::new(
-            Directory::default(),
-            TriggerFiles::new(directory.path()),
-            journal.clone(),
-            Arc::new(SystemClock),
-            BusSettings::default(),
-        );
+        let (bus, journal) = Bus::in_memory(directory.path());
         let assistant = Arc::new(Assistant::default());
         let _route = bus.register("assistant", assistant.clone()).unwrap();
         let routes = WorkerRoutes::new(bus.clone());
@@ -231,13 +221,7 @@ mod tests {
     #[tokio::test]
     async fn a_worker_alias_may_not_hide_a_role() {
         let directory = tempfile::tempdir().unwrap();
-        let bus = Bus::new(
-            Directory::default(),
-            TriggerFiles::new(directory.path()),
-            Arc::new(MemoryJournal::new()),
-            Arc::new(SystemClock),
-            BusSettings::default(),
-        );
+        let (bus, _journal) = Bus::in_memory(directory.path());
         let error = bus.register_agent("w1", &["coder".to_owned()], Arc::new(Assistant::default())).unwrap_err();
         assert!(error.to_string().contains("a role has that name"), "{error}");
     }

@@ -160,8 +160,7 @@ impl Tool for SendTool {
 mod tests {
     use std::sync::Mutex;
 
-    use squidbot_bus::{Ack, Delivery, Directory, MemoryJournal, Route, RouteError, TriggerFiles};
-    use squidbot_core::clock::SystemClock;
+    use squidbot_bus::{Ack, Delivery, Route, RouteError};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -189,14 +188,7 @@ mod tests {
     #[tokio::test]
     async fn sends_as_the_bound_sender_and_explains_refusals() {
         let directory = tempfile::tempdir().unwrap();
-        let journal = Arc::new(MemoryJournal::new());
-        let bus = Bus::new(
-            Directory::default(),
-            TriggerFiles::new(directory.path()),
-            journal.clone(),
-            Arc::new(SystemClock),
-            squidbot_bus::BusSettings::default(),
-        );
+        let (bus, journal) = Bus::in_memory(directory.path());
         let recorder = Arc::new(Recorder::default());
         let _route = bus.register("assistant", recorder.clone()).unwrap();
         let tool = SendTool::new(bus.clone(), Sender::agent("worker-1", "worker").owned_by("assistant"));
@@ -238,14 +230,7 @@ mod tests {
     #[tokio::test]
     async fn secrets_are_redacted_before_the_message_leaves() {
         let directory = tempfile::tempdir().unwrap();
-        let journal = Arc::new(MemoryJournal::new());
-        let bus = Bus::new(
-            Directory::default(),
-            TriggerFiles::new(directory.path()),
-            journal.clone(),
-            Arc::new(SystemClock),
-            squidbot_bus::BusSettings::default(),
-        );
+        let (bus, journal) = Bus::in_memory(directory.path());
         let recorder = Arc::new(Recorder::default());
         let _route = bus.register("assistant", recorder.clone()).unwrap();
         let tool = SendTool::new(bus.clone(), Sender::agent("worker-1", "worker").owned_by("assistant"))
@@ -269,13 +254,7 @@ mod tests {
         use squidbot_core::delegation::{NewWorker, Priority as WorkerPriority};
 
         let directory = tempfile::tempdir().unwrap();
-        let bus = Bus::new(
-            Directory::default(),
-            TriggerFiles::new(directory.path()),
-            Arc::new(MemoryJournal::new()),
-            Arc::new(SystemClock),
-            squidbot_bus::BusSettings::default(),
-        );
+        let (bus, _journal) = Bus::in_memory(directory.path());
         let recorder = Arc::new(Recorder::default());
         let _route = bus.register("assistant", recorder.clone()).unwrap();
         let pool = Arc::new(WorkerPool::new());

@@ -14,6 +14,15 @@ fn write_skill(root: &Path, name: &str, description: &str, extra: &str) -> PathB
 }
 
 /// Moves a file's or directory's mtime an hour back, out of the racy window.
+/// A skill `good` and a skill `broken` with broken YAML under `root`; the broken file.
+fn good_and_broken(root: &Path) -> PathBuf {
+    write_skill(root, "good", "fine", "");
+    let broken = root.join("broken").join(SKILL_FILE);
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::write(&broken, "---\nname: broken\ndescription: [oops\n---\n").unwrap();
+    broken
+}
+
 fn age(path: &Path) {
     let hour_ago = SystemTime::now() - Duration::from_secs(3600);
     std::fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
@@ -125,10 +134,7 @@ fn unchanged_skills_come_from_the_cache_and_a_new_mtime_is_picked_up() {
 fn malformed_skills_are_skipped_with_a_problem_naming_the_file() {
     let directory = tempfile::tempdir().unwrap();
     let root = directory.path().join("skills");
-    write_skill(&root, "good", "fine", "");
-    let broken = root.join("broken").join(SKILL_FILE);
-    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
-    std::fs::write(&broken, "---\nname: broken\ndescription: [oops\n---\n").unwrap();
+    let broken = good_and_broken(&root);
     let mismatch = write_skill(&root, "dirname", "d", "").parent().unwrap().join(SKILL_FILE);
     std::fs::write(&mismatch, "---\nname: othername\ndescription: d\n---\n").unwrap();
     std::fs::create_dir_all(root.join("no-skill-file")).unwrap();
@@ -176,10 +182,7 @@ fn wait_for_flights(catalog: &SkillCatalog, condition: impl Fn(&FlightState) -> 
 fn calls_arriving_during_a_discovery_share_the_next_one() {
     let directory = tempfile::tempdir().unwrap();
     let root = directory.path().join("skills");
-    write_skill(&root, "good", "fine", "");
-    let broken = root.join("broken").join(SKILL_FILE);
-    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
-    std::fs::write(&broken, "---\nname: broken\ndescription: [oops\n---\n").unwrap();
+    let broken = good_and_broken(&root);
     // Out of the racy window, so the second discovery takes the file from the cache.
     age(&broken);
     let catalog = catalog_with_workspace(root);

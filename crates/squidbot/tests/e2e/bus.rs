@@ -248,13 +248,7 @@ async fn a_background_worker_sends_as_itself_to_its_owner_and_nowhere_else() {
     let (mut client, _) = Client::connected(&gateway, 4, &["operator.write", "operator.read"]).await;
     let sent = client.call("chat.send", json!({"message": "build it in the background"})).await;
     let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
-    client
-        .event_where(|event| {
-            event["event"] == "chat"
-                && event["payload"]["runId"] == run_id.as_str()
-                && event["payload"]["state"] == "final"
-        })
-        .await;
+    client.chat_final(&run_id).await;
     let listed = client.call("workers.list", json!({})).await;
     let worker = listed["payload"]["workers"][0].clone();
     let worker_id = worker["id"].as_str().unwrap().to_owned();
@@ -326,13 +320,7 @@ async fn a_message_to_the_user_is_shown_at_once_and_kept_in_the_session() {
     assert_eq!(payload["message"]["content"][0]["text"], "(ASSISTANT #1): heads up: this takes a while");
     assert_eq!(payload["bus"]["from"], "assistant");
     assert_ne!(payload["runId"], run_id.as_str(), "a message of its own, not part of the turn");
-    client
-        .event_where(|event| {
-            event["event"] == "chat"
-                && event["payload"]["runId"] == run_id.as_str()
-                && event["payload"]["state"] == "final"
-        })
-        .await;
+    client.chat_final(&run_id).await;
     eventually("the message in the session file", || {
         home.session_lines("agent:main:main")
             .iter()

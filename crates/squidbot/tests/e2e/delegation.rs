@@ -178,13 +178,7 @@ async fn the_gateway_shows_background_results_and_lists_and_cancels_workers() {
     let (mut client, _) = Client::connected(&running, 4, &["operator.write", "operator.read"]).await;
     let sent = client.call("chat.send", json!({"message": "count my widgets"})).await;
     let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
-    let reply = client
-        .event_where(|event| {
-            event["event"] == "chat"
-                && event["payload"]["runId"] == run_id.as_str()
-                && event["payload"]["state"] == "final"
-        })
-        .await;
+    let reply = client.chat_final(&run_id).await;
     assert_eq!(reply["payload"]["message"]["content"][0]["text"], "On it.");
     let background =
         client.event_where(|event| event["event"] == "chat" && event["payload"]["stopReason"] == "background").await;
@@ -202,13 +196,7 @@ async fn the_gateway_shows_background_results_and_lists_and_cancels_workers() {
     // A second background worker that hangs: listed, then cancelled by a person.
     let sent = client.call("chat.send", json!({"message": "and wait"})).await;
     let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
-    client
-        .event_where(|event| {
-            event["event"] == "chat"
-                && event["payload"]["runId"] == run_id.as_str()
-                && event["payload"]["state"] == "final"
-        })
-        .await;
+    client.chat_final(&run_id).await;
     let listed = client.call("workers.list", json!({})).await;
     let workers = listed["payload"]["workers"].as_array().unwrap().clone();
     assert_eq!(workers.len(), 2, "{listed}");

@@ -17,6 +17,19 @@ pub(crate) struct Running {
     pub(crate) base: String,
 }
 
+impl Running {
+    /// `POST /v1/chat/completions` with `body` and the gateway token.
+    pub(crate) async fn chat_completions(&self, body: &serde_json::Value) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", self.base))
+            .bearer_auth(TOKEN)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
 pub(crate) async fn start(home: &Home) -> Running {
     let mut child = home.command(&["gateway", "--port", "0"]).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -61,16 +74,7 @@ async fn the_openai_api_answers_plain_and_streamed_with_sessions_per_user() {
     server.push(Reply::text("Hello Ana."));
     let body =
         json!({"model": "local/test-model", "user": "ana", "messages": [{"role": "user", "content": "I am Ana"}]});
-    let reply: serde_json::Value = client
-        .post(format!("{}/v1/chat/completions", running.base))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply: serde_json::Value = running.chat_completions(&body).await.json().await.unwrap();
     assert_eq!(reply["object"], "chat.completion");
     assert_eq!(reply["choices"][0]["message"]["content"], "Hello Ana.");
     assert!(reply["usage"]["total_tokens"].as_u64().unwrap() > 0);
@@ -78,13 +82,7 @@ async fn the_openai_api_answers_plain_and_streamed_with_sessions_per_user() {
     server.push(Reply::text("You are Ana, streaming."));
     let body = json!({"model": "local/test-model", "user": "ana", "stream": true, "stream_options": {"include_usage": true},
                       "messages": [{"role": "user", "content": "who am I?"}]});
-    let response = client
-        .post(format!("{}/v1/chat/completions", running.base))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = running.chat_completions(&body).await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let text = response.text().await.unwrap();
     let events: Vec<&str> = text.lines().filter_map(|line| line.strip_prefix("data: ")).collect();

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::gateway::{TOKEN, gateway_home, start};
+use crate::gateway::{gateway_home, start};
 use crate::protocol::Client;
 
 /// A configured secret (a spare provider's key) with spaces, so the scripted server
@@ -42,13 +42,7 @@ async fn secrets_in_replies_never_reach_clients_or_the_transcript() {
 
     let body = json!({"model": "local/test-model", "user": "ana", "stream": true,
                       "messages": [{"role": "user", "content": "what are the keys?"}]});
-    let response = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", running.base))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = running.chat_completions(&body).await;
     let text = response.text().await.unwrap();
     let chunks: Vec<Value> = text
         .lines()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::gateway::{TOKEN, gateway_home, start};
+use crate::gateway::{gateway_home, start};
 use crate::harness::{Home, offered_tools, tool_results};
 
 /// Entry script of an installed server package.
@@ -172,22 +172,12 @@ async fn the_gateway_starts_mcp_servers_on_the_first_turn_only() {
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!launches.exists(), "starting the gateway spawns no MCP server");
 
-    let client = reqwest::Client::new();
     let path = workspace.join("notes.txt").display().to_string();
     for (turn, user) in ["ana", "bo"].iter().enumerate() {
         server.push(Reply::tool_call("files__read_text_file", json!({ "path": path })));
         server.push(Reply::text("read it"));
         let body = json!({"model": "local/test-model", "user": user, "messages": [{"role": "user", "content": "read my notes"}]});
-        let reply: Value = client
-            .post(format!("{}/v1/chat/completions", running.base))
-            .bearer_auth(TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let reply: Value = running.chat_completions(&body).await.json().await.unwrap();
         assert_eq!(reply["choices"][0]["message"]["content"], "read it", "{reply}");
         let requests = server.requests();
         let results = tool_results(&requests[requests.len() - 1].body);

@@ -36,6 +36,14 @@ impl Client {
         (client, challenge)
     }
 
+    /// Waits for the `chat` event that ends run `run_id`.
+    pub(crate) async fn chat_final(&mut self, run_id: &str) -> Value {
+        self.event_where(|event| {
+            event["event"] == "chat" && event["payload"]["runId"] == run_id && event["payload"]["state"] == "final"
+        })
+        .await
+    }
+
     /// The first event (already seen or still to come) that `wanted` accepts.
     pub(crate) async fn event_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         if let Some(position) = self.events.iter().position(&wanted) {
