@@ -44,11 +44,11 @@ pub(super) async fn run_calls<'a>(
 /// Tells the readers of the turn's events (gateway clients, channels) that `call` starts,
 /// with any secret in its arguments redacted: they are outbound like the reply.
 fn announce(call: &ToolCall, events: &dyn AgentEvents, leaks: &LeakScanner) {
-    let (arguments, findings) = leaks.redact(&call.arguments);
-    if findings.is_empty() {
+    if leaks.scan(&call.arguments).is_empty() {
         events.tool_started(call);
         return;
     }
+    let (arguments, findings) = leaks.redact(&call.arguments);
     let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
     tracing::warn!(tool = %call.name, kinds = ?kinds, "redacted secrets from a tool call's arguments in its event");
     events.tool_started(&ToolCall { arguments, ..call.clone() });
