@@ -7,6 +7,7 @@ pub mod compactor;
 pub mod context;
 pub mod delegation;
 pub mod events;
+pub mod heartbeat;
 pub mod ids;
 pub mod leaks;
 pub mod memory;
