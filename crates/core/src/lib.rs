@@ -14,6 +14,7 @@ pub mod memory;
 pub mod provider;
 pub mod runs;
 pub mod sandbox;
+pub mod schedule;
 pub mod session;
 pub mod store;
 pub mod text;
