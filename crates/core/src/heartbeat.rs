@@ -35,7 +35,8 @@ mod lines;
 mod sections;
 mod warning;
 
-pub use fields::{ActiveHours, Cadence, ContextMode};
+pub use crate::schedule::Cadence;
+pub use fields::{ActiveHours, ContextMode};
 pub use warning::{HeartbeatProblem, HeartbeatWarning};
 
 /// Largest HEARTBEAT.md accepted. The file becomes a prompt on every tick, so anything

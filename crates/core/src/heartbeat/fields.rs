@@ -3,48 +3,6 @@
 
 use std::fmt;
 
-/// How often a heartbeat runs. The scheduler turns this into concrete times with jitter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Cadence {
-    Hourly,
-    Daily,
-    Weekly,
-    Biweekly,
-    Monthly,
-}
-
-impl Cadence {
-    /// Every cadence, in increasing period.
-    pub const ALL: [Self; 5] = [Self::Hourly, Self::Daily, Self::Weekly, Self::Biweekly, Self::Monthly];
-
-    /// Parses a cadence name, ignoring case and surrounding whitespace. `bi-weekly` is
-    /// accepted for `biweekly` because both spellings are common in prose.
-    pub fn parse(value: &str) -> Option<Self> {
-        let value = value.trim();
-        Self::ALL
-            .into_iter()
-            .find(|cadence| value.eq_ignore_ascii_case(cadence.as_str()))
-            .or_else(|| value.eq_ignore_ascii_case("bi-weekly").then_some(Self::Biweekly))
-    }
-
-    /// The canonical lowercase name, as written in HEARTBEAT.md.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Hourly => "hourly",
-            Self::Daily => "daily",
-            Self::Weekly => "weekly",
-            Self::Biweekly => "biweekly",
-            Self::Monthly => "monthly",
-        }
-    }
-}
-
-impl fmt::Display for Cadence {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
 /// Which session a heartbeat runs in (`Context:` field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContextMode {

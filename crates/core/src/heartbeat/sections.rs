@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 
-use super::fields::{ActiveHours, Cadence, ContextMode, FieldLine, FieldName, clean_value, field_line};
+use super::fields::{ActiveHours, ContextMode, FieldLine, FieldName, clean_value, field_line};
 use super::lines::{ClassifiedLines, Line, LineKind};
 use super::warning::{HeartbeatProblem, HeartbeatWarning};
 use super::{HeartbeatSection, SectionsFile};
+use crate::schedule::Cadence;
 
 /// Whether the file is in the sections format: some text line (outside code and
 /// comments) is a `Cadence:` field. A checklist has no reason to contain one, while a
@@ -206,7 +207,7 @@ impl<'a> Draft<'a> {
             }
             (Some(field), None) => {
                 let value = clean_value(field.value);
-                let cadence = Cadence::parse(value);
+                let cadence = Cadence::parse(value).ok();
                 if cadence.is_none() {
                     problems.push((field.line, HeartbeatProblem::InvalidCadence { value: value.to_owned() }));
                 }

@@ -317,12 +317,13 @@ fn heartbeat_oversized_file_is_an_error() {
 #[test]
 fn heartbeat_cadence_and_context_names_round_trip() {
     for cadence in Cadence::ALL {
-        assert_eq!(Cadence::parse(&cadence.as_str().to_uppercase()), Some(cadence));
-        assert_eq!(Cadence::parse(cadence.as_str()), Some(cadence));
+        assert_eq!(Cadence::parse(&cadence.name().to_uppercase()).ok(), Some(cadence));
+        assert_eq!(Cadence::parse(cadence.name()).ok(), Some(cadence));
     }
-    assert_eq!(Cadence::parse(" Hourly "), Some(Cadence::Hourly));
-    assert_eq!(Cadence::parse("yearly"), None);
-    assert_eq!(Cadence::parse(""), None);
+    assert_eq!(Cadence::parse(" Hourly ").ok(), Some(Cadence::Hourly));
+    assert_eq!(Cadence::parse("bi-weekly").ok(), Some(Cadence::Biweekly));
+    assert!(Cadence::parse("yearly").is_err());
+    assert!(Cadence::parse("").is_err());
     for mode in ContextMode::ALL {
         assert_eq!(ContextMode::parse(mode.as_str()), Some(mode));
     }

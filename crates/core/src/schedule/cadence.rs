@@ -25,13 +25,17 @@ pub enum Cadence {
 }
 
 impl Cadence {
-    /// Parses a cadence name, any case, surrounding spaces ignored.
+    /// Every cadence, in increasing period.
+    pub const ALL: [Self; 5] = [Self::Hourly, Self::Daily, Self::Weekly, Self::Biweekly, Self::Monthly];
+
+    /// Parses a cadence name, any case, surrounding spaces ignored. `bi-weekly` is
+    /// accepted for `biweekly` because both spellings are common in prose.
     pub fn parse(text: &str) -> Result<Self, ScheduleError> {
         match text.trim().to_ascii_lowercase().as_str() {
             "hourly" => Ok(Cadence::Hourly),
             "daily" => Ok(Cadence::Daily),
             "weekly" => Ok(Cadence::Weekly),
-            "biweekly" => Ok(Cadence::Biweekly),
+            "biweekly" | "bi-weekly" => Ok(Cadence::Biweekly),
             "monthly" => Ok(Cadence::Monthly),
             _ => Err(ScheduleError::UnknownCadence { input: text.to_string() }),
         }
