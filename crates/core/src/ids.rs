@@ -1,4 +1,4 @@
-//! Short random ids for sessions, entries, correlation and sub-agents.
+//! Short random ids for sessions, entries, correlation, sub-agents and scheduled jobs.
 
 /// A 12-hex-character random id, unique enough within one session file.
 pub fn entry_id() -> String {
@@ -22,4 +22,9 @@ pub fn worker_id() -> String {
     let mut id = uuid::Uuid::new_v4().simple().to_string();
     id.truncate(8);
     id
+}
+
+/// A short random id for a scheduled job, typed by people (`squidbot cron pause ID`).
+pub fn job_id() -> String {
+    worker_id()
 }

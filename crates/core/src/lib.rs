@@ -9,6 +9,7 @@ pub mod delegation;
 pub mod events;
 pub mod heartbeat;
 pub mod ids;
+pub mod jobs;
 pub mod leaks;
 pub mod memory;
 pub mod provider;

@@ -55,6 +55,12 @@ pub enum Command {
         #[command(subcommand)]
         action: WorkersAction,
     },
+    /// Manage scheduled jobs in the database; works whether or not a gateway runs.
+    Cron {
+        /// Which cron action.
+        #[command(subcommand)]
+        action: CronAction,
+    },
     /// List, inspect and install skills.
     Skills {
         /// Which skills action.
@@ -73,6 +79,54 @@ pub enum WorkersAction {
         /// The worker's id (from `squidbot workers list`).
         id: String,
     },
+}
+
+/// `squidbot cron …`.
+#[derive(Debug, Subcommand)]
+pub enum CronAction {
+    /// List jobs: id, name, schedule, timezone, next run, last run, status, failures.
+    List(JsonFlag),
+    /// Add a job.
+    Add(CronAddArgs),
+    /// Delete a job.
+    Remove {
+        /// The job's id (from `squidbot cron list`).
+        id: String,
+    },
+    /// Stop a job from running until it is resumed.
+    Pause {
+        /// The job's id.
+        id: String,
+    },
+    /// Schedule a paused job again, counting its next run from now.
+    Resume {
+        /// The job's id.
+        id: String,
+    },
+}
+
+/// `squidbot cron add`.
+#[derive(Debug, Args)]
+pub struct CronAddArgs {
+    /// A name for people.
+    #[arg(long)]
+    pub name: String,
+    /// When: `"0 9 * * 1"` (cron), `"every 5m"`, `"at 2026-12-01T09:00:00Z"`,
+    /// `"daily 09:00"` or `"weekly mon 09:00"`.
+    #[arg(long)]
+    pub schedule: String,
+    /// The prompt the job's turn starts with.
+    #[arg(long)]
+    pub message: String,
+    /// Where replies go (default: the preferred or last active channel).
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// IANA time zone the schedule's wall-clock times are read in (default UTC).
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Print the job as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `squidbot skills …`.

@@ -2,6 +2,7 @@
 
 mod agent;
 mod config;
+mod cron;
 mod doctor;
 mod gateway;
 mod gateway_client;
@@ -60,6 +61,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         Command::Workers { action } => {
             let environment = Environment::load()?;
             runtime.block_on(workers::run(&environment, &action)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Cron { action } => {
+            let environment = Environment::load()?;
+            runtime.block_on(cron::run(&environment, action)).map(|()| ExitCode::SUCCESS)
         }
         Command::Skills { action } => {
             let environment = Environment::load()?;

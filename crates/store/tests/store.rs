@@ -11,6 +11,8 @@ mod crash;
 mod database;
 #[path = "store/documents.rs"]
 mod documents;
+#[path = "store/jobs.rs"]
+mod jobs;
 #[path = "store/ledgers.rs"]
 mod ledgers;
 #[path = "store/memories.rs"]

@@ -6,6 +6,7 @@
 mod bad_input;
 mod bus;
 mod chat;
+mod cron;
 mod delegation;
 mod gateway;
 mod gateway_password;

@@ -24,6 +24,7 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0002_memory_contexts.sql"),
     },
     Migration { number: 3, file: "0003_bus.sql", sql: include_str!("../../migrations/0003_bus.sql") },
+    Migration { number: 4, file: "0004_jobs.sql", sql: include_str!("../../migrations/0004_jobs.sql") },
 ];
 
 /// Schema version this build writes (and the newest it can open).
