@@ -16,6 +16,8 @@ pub mod provider;
 pub mod runs;
 pub mod sandbox;
 pub mod schedule;
+#[cfg(test)]
+mod scripted;
 pub mod session;
 pub mod store;
 pub mod text;

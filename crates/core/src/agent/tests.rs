@@ -1,6 +1,5 @@
 //! Unit tests of the agent loop with an in-process provider and tools.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -9,94 +8,10 @@ use squidbot_types::session::EntryBody;
 use super::*;
 use crate::clock::FixedClock;
 use crate::compactor::CompactionPolicy;
-use crate::provider::{Completion, LlmProvider, StopReason};
+use crate::scripted::{ScriptedModel as FakeProvider, Step, calls, text, text_using};
 use crate::store::memory::MemorySessionStore;
 use crate::tool::{Tool, ToolOutput};
 use crate::workspace::MemoryWorkspace;
-
-/// What the fake provider does for one request.
-enum Step {
-    Answer(Completion),
-    Fail(ProviderError),
-    StreamThenHang(&'static str),
-    /// Streams these pieces, then answers with them joined.
-    StreamPieces(Vec<&'static str>),
-}
-
-struct FakeProvider {
-    steps: Mutex<VecDeque<Step>>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl FakeProvider {
-    fn new(steps: Vec<Step>) -> Arc<Self> {
-        Arc::new(Self { steps: Mutex::new(steps.into()), requests: Mutex::new(Vec::new()) })
-    }
-
-    fn requests(&self) -> Vec<CompletionRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl LlmProvider for FakeProvider {
-    async fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-        sink: &'a dyn StreamSink,
-    ) -> Result<Completion, ProviderError> {
-        self.requests.lock().unwrap().push(request.clone());
-        let step = self.steps.lock().unwrap().pop_front().expect("script exhausted");
-        match step {
-            Step::Answer(completion) => {
-                sink.text_delta(&completion.content);
-                Ok(completion)
-            }
-            Step::Fail(error) => Err(error),
-            Step::StreamThenHang(text) => {
-                sink.text_delta(text);
-                std::future::pending().await
-            }
-            Step::StreamPieces(pieces) => {
-                for piece in &pieces {
-                    sink.text_delta(piece);
-                }
-                let Step::Answer(completion) = text(&pieces.concat()) else { unreachable!() };
-                Ok(completion)
-            }
-        }
-    }
-}
-
-fn text(content: &str) -> Step {
-    text_using(content, 10)
-}
-
-fn text_using(content: &str, input_tokens: u64) -> Step {
-    Step::Answer(Completion {
-        content: content.into(),
-        tool_calls: Vec::new(),
-        usage: Usage { input_tokens, output_tokens: 5, cached_input_tokens: 0 },
-        stop_reason: StopReason::EndTurn,
-        model: "fake/model".into(),
-    })
-}
-
-fn calls(calls: &[(&str, &str, &str)]) -> Step {
-    Step::Answer(Completion {
-        content: String::new(),
-        tool_calls: calls
-            .iter()
-            .map(|(id, name, arguments)| ToolCall {
-                id: (*id).into(),
-                name: (*name).into(),
-                arguments: (*arguments).into(),
-            })
-            .collect(),
-        usage: Usage::default(),
-        stop_reason: StopReason::ToolUse,
-        model: "fake/model".into(),
-    })
-}
 
 /// A read-only tool that waits until `expected` calls are in flight at once, proving
 /// concurrency (run one at a time, it would time out).

@@ -1,7 +1,6 @@
 //! Delegation end to end inside the core: an assistant and its sub-agents on in-process
 //! providers, with real sessions in a memory store.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -16,79 +15,13 @@ use crate::agent::{Agent, AgentSettings, SilentEvents, TurnStatus};
 use crate::clock::FixedClock;
 use crate::context::{PromptProfile, RuntimeInfo};
 use crate::events::{EventHub, Filter, TurnEventKind};
-use crate::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StopReason, StreamSink};
+use crate::provider::{Completion, CompletionRequest, StopReason};
 use crate::runs::{RunRequest, Runner};
+use crate::scripted::{ScriptedModel as Fake, Step, call, text};
 use crate::store::DynSessionStore;
 use crate::store::memory::MemorySessionStore;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use crate::workspace::MemoryWorkspace;
-
-/// What a fake model does for one request.
-enum Step {
-    Answer(Completion),
-    /// Waits until the gate opens, then does the inner step.
-    Gated(Arc<tokio::sync::Semaphore>, Box<Step>),
-    Hang,
-    Panic(&'static str),
-}
-
-#[derive(Default)]
-struct Fake {
-    steps: Mutex<VecDeque<Step>>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl Fake {
-    fn new(steps: Vec<Step>) -> Arc<Self> {
-        Arc::new(Self { steps: Mutex::new(steps.into()), requests: Mutex::new(Vec::new()) })
-    }
-
-    fn requests(&self) -> Vec<CompletionRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl LlmProvider for Fake {
-    async fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-        _sink: &'a dyn StreamSink,
-    ) -> Result<Completion, ProviderError> {
-        self.requests.lock().unwrap().push(request.clone());
-        let mut step = self.steps.lock().unwrap().pop_front().expect("script exhausted");
-        loop {
-            match step {
-                Step::Answer(completion) => return Ok(completion),
-                Step::Gated(gate, inner) => {
-                    let _permit = gate.acquire().await.expect("gate");
-                    step = *inner;
-                }
-                Step::Hang => std::future::pending::<()>().await,
-                Step::Panic(message) => panic!("{message}"),
-            }
-        }
-    }
-}
-
-fn text(content: &str) -> Step {
-    Step::Answer(Completion {
-        content: content.into(),
-        tool_calls: Vec::new(),
-        usage: Usage::default(),
-        stop_reason: StopReason::EndTurn,
-        model: "fake/model".into(),
-    })
-}
-
-fn call(name: &str, arguments: serde_json::Value) -> Step {
-    Step::Answer(Completion {
-        content: String::new(),
-        tool_calls: vec![ToolCall { id: format!("call-{name}"), name: name.into(), arguments: arguments.to_string() }],
-        usage: Usage::default(),
-        stop_reason: StopReason::ToolUse,
-        model: "fake/model".into(),
-    })
-}
 
 fn report_done(result: &str) -> Step {
     call("set_status", serde_json::json!({"status": "finished", "outcome": "done", "result": result}))
