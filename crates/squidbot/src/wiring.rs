@@ -330,14 +330,7 @@ impl Environment {
             context_window,
             stream,
             workspace: workspace.clone(),
-            runtime: RuntimeInfo {
-                name: assistant_name(&workspace),
-                workspace: workspace.display().to_string(),
-                date: today(),
-                os: std::env::consts::OS.to_owned(),
-                model: String::new(),
-                channel: channel.to_owned(),
-            },
+            runtime: runtime_info(&workspace, channel.to_owned()),
             context: OWNER_CONTEXT.to_owned(),
         };
         let memories = self.memories()?;
@@ -402,6 +395,7 @@ impl Environment {
         let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config));
         let pool = Arc::new(WorkerPool::new());
         let mut delegator = Delegator::new(pool.clone(), crate::agents::max_workers(config));
+        let runtime = runtime_info(&workspace, format!("{channel} (delegated)"));
         for name in crate::agents::names(config).into_iter().filter(|name| name != ASSISTANT_ROLE) {
             let model = config
                 .agents
@@ -425,14 +419,7 @@ impl Environment {
                 temperature: config.llm.temperature,
                 stream: false,
                 workspace: workspace.clone(),
-                runtime: RuntimeInfo {
-                    name: assistant_name(&workspace),
-                    workspace: workspace.display().to_string(),
-                    date: today(),
-                    os: std::env::consts::OS.to_owned(),
-                    model: String::new(),
-                    channel: format!("{channel} (delegated)"),
-                },
+                runtime: runtime.clone(),
                 context: OWNER_CONTEXT.to_owned(),
             };
             let agent =
@@ -458,6 +445,18 @@ fn allowed_tools(catalogue: &ToolRegistry, names: &[String]) -> ToolRegistry {
 /// Today's date in the local zone.
 pub fn today() -> String {
     jiff::Zoned::now().date().to_string()
+}
+
+/// What the prompt's runtime line tells the model about where it runs.
+fn runtime_info(workspace: &std::path::Path, channel: String) -> RuntimeInfo {
+    RuntimeInfo {
+        name: assistant_name(workspace),
+        workspace: workspace.display().to_string(),
+        date: today(),
+        os: std::env::consts::OS.to_owned(),
+        model: String::new(),
+        channel,
+    }
 }
 
 /// The `Name:` line of IDENTITY.md, else "Squid".

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use squidbot_testkit::{Reply, ScriptedLlm};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::gateway::{Running, TOKEN, gateway_home};
 use crate::harness::{Home, messages};
@@ -37,14 +36,7 @@ pub(crate) async fn start_gateway_with(home: &Home, environment: &[(&str, &str)]
     for (name, value) in environment {
         command.env(name, value);
     }
-    let mut child = command.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
-    let Some(base) = first.as_deref().and_then(|line| line.strip_prefix("listening on ")) else {
-        let output = child.wait_with_output().await.unwrap();
-        panic!("the gateway did not start: {first:?}\n{}", String::from_utf8_lossy(&output.stderr));
-    };
-    Running { child, base: base.to_owned() }
+    crate::gateway::started(command).await
 }
 
 /// `bus.health {target}` over the WebSocket protocol.

@@ -31,7 +31,12 @@ impl Running {
 }
 
 pub(crate) async fn start(home: &Home) -> Running {
-    let mut child = home.command(&["gateway", "--port", "0"]).spawn().unwrap();
+    started(home.command(&["gateway", "--port", "0"])).await
+}
+
+/// Spawns `command` (a `gateway` command) and waits for its `listening on` line.
+pub(crate) async fn started(mut command: tokio::process::Command) -> Running {
+    let mut child = command.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
     let Some(base) = first.as_deref().and_then(|line| line.strip_prefix("listening on ")) else {
