@@ -44,6 +44,8 @@ pub const EXEC: &str = "exec";
 pub const WEB: [&str; 2] = ["web_fetch", "web_search"];
 /// Long-term memory tools.
 pub const MEMORY_TOOLS: [&str; 4] = ["memory_save", "memory_recall", "memory_delete", "memory_write"];
+/// Scheduled-job tools; the assistant's own, since scheduling is part of the conversation.
+pub const CRON_TOOLS: [&str; 5] = ["cron_add", "cron_list", "cron_remove", "cron_pause", "cron_resume"];
 
 /// Every tool name a role's allowlist may use besides `<server>__<tool>` MCP names.
 pub fn known_tools() -> Vec<&'static str> {
@@ -53,6 +55,7 @@ pub fn known_tools() -> Vec<&'static str> {
     names.push(EXEC);
     names.extend(WEB);
     names.extend(MEMORY_TOOLS);
+    names.extend(CRON_TOOLS);
     names.extend(ASSISTANT_ONLY);
     names.push(SET_STATUS);
     names.push(SEND);
@@ -78,11 +81,13 @@ pub fn default_tools(role: &str, direct: bool) -> Vec<&'static str> {
     match role {
         ASSISTANT if direct => {
             names = everything();
+            names.extend(CRON_TOOLS);
             names.extend([SPAWN, SEND]);
         }
         ASSISTANT => {
             names.extend([DELEGATE, CANCEL_WORKER]);
             names.extend(MEMORY_TOOLS);
+            names.extend(CRON_TOOLS);
             names.push(SEND);
         }
         RESEARCHER => {
@@ -152,6 +157,11 @@ mod tests {
         assert_eq!(default_tools("translator", false), default_tools(WORKER, false));
         for role in BUILT_IN.iter().filter(|role| **role != ASSISTANT) {
             assert!(default_tools(role, false).iter().all(|tool| !ASSISTANT_ONLY.contains(tool)), "{role}");
+            assert!(default_tools(role, false).iter().all(|tool| !CRON_TOOLS.contains(tool)), "{role}");
+        }
+        for direct in [false, true] {
+            let assistant = default_tools(ASSISTANT, direct);
+            assert!(CRON_TOOLS.iter().all(|tool| assistant.contains(tool)), "scheduling is conversational");
         }
     }
 
