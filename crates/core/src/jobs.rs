@@ -9,6 +9,12 @@ use jiff::Timestamp;
 use crate::BoxFuture;
 use crate::schedule::{Schedule, ScheduleError};
 
+mod user_jobs;
+
+pub use user_jobs::{
+    DEFAULT_ZONE, JobRequest, JobRequestError, job_row, job_time, job_zone, new_user_job, resumed_next_run,
+};
+
 /// Who made a job, which decides how it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobKind {

@@ -16,6 +16,7 @@ pub mod provider;
 pub mod runs;
 pub mod sandbox;
 pub mod schedule;
+pub mod scheduler;
 #[cfg(test)]
 mod scripted;
 pub mod session;

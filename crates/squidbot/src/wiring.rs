@@ -19,8 +19,8 @@ use squidbot_mcp::McpManager;
 use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
 use squidbot_skills::{SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
-    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteMemoryStore,
-    SqliteSessionIndex,
+    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteJobStore,
+    SqliteMemoryStore, SqliteSessionIndex,
 };
 use squidbot_types::config::{Config, RoleSandbox};
 
@@ -211,7 +211,7 @@ impl Environment {
         roots.bundled.iter().chain(&roots.extra).chain(&roots.user).cloned().collect()
     }
 
-    /// The tool set of the assistant: files, shell, memory, web and `send`, plus the tools
+    /// The tool set of the assistant: files, shell, memory, cron, web and `send`, plus the tools
     /// of the MCP servers, which start on the first turn that needs them.
     pub fn tools(&self, memories: &Memories) -> Result<ToolRegistry> {
         let mut registry = ToolRegistry::new();
@@ -220,7 +220,8 @@ impl Environment {
         let web_tools = squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok())?;
         let builtin =
             squidbot_tools::builtin_tools_reading(&self.config().tools, self.sandbox(), self.skill_read_roots());
-        for tool in builtin.into_iter().chain(memory_tools).chain(web_tools) {
+        let cron_tools = squidbot_tools::cron_tools(Arc::new(SqliteJobStore::new(self.database()?)));
+        for tool in builtin.into_iter().chain(memory_tools).chain(cron_tools).chain(web_tools) {
             registry.register(tool);
         }
         let sender = squidbot_bus::Sender::role(ASSISTANT_ROLE);

@@ -1,7 +1,8 @@
 //! squidbot's built-in tools: reading, writing, editing and searching files, the shell,
-//! long-term memory, and `send` on the agent bus.
+//! long-term memory, scheduled jobs, and `send` on the agent bus.
 
 mod atomic;
+pub mod cron;
 pub mod edit_file;
 pub mod exec;
 pub mod find;
@@ -23,6 +24,7 @@ use squidbot_core::sandbox::Sandbox;
 use squidbot_core::tool::{DynTool, ToolError, parse_arguments};
 use squidbot_types::config::ToolsConfig;
 
+pub use cron::{CronAddTool, CronListTool, CronPauseTool, CronRemoveTool, CronResumeTool, cron_tools};
 pub use edit_file::EditFileTool;
 pub use exec::ExecTool;
 pub use find::FindTool;

@@ -44,6 +44,9 @@ pub const EXEC: &str = "exec";
 pub const WEB: [&str; 2] = ["web_fetch", "web_search"];
 /// Long-term memory tools.
 pub const MEMORY_TOOLS: [&str; 4] = ["memory_save", "memory_recall", "memory_delete", "memory_write"];
+/// Scheduled-job tools: the assistant's in direct mode; in delegate mode the worker's, so
+/// the assistant delegates "remind me …" and its own prompt stays lean.
+pub const CRON_TOOLS: [&str; 5] = ["cron_add", "cron_list", "cron_remove", "cron_pause", "cron_resume"];
 
 /// Every tool name a role's allowlist may use besides `<server>__<tool>` MCP names.
 pub fn known_tools() -> Vec<&'static str> {
@@ -53,6 +56,7 @@ pub fn known_tools() -> Vec<&'static str> {
     names.push(EXEC);
     names.extend(WEB);
     names.extend(MEMORY_TOOLS);
+    names.extend(CRON_TOOLS);
     names.extend(ASSISTANT_ONLY);
     names.push(SET_STATUS);
     names.push(SEND);
@@ -78,6 +82,7 @@ pub fn default_tools(role: &str, direct: bool) -> Vec<&'static str> {
     match role {
         ASSISTANT if direct => {
             names = everything();
+            names.extend(CRON_TOOLS);
             names.extend([SPAWN, SEND]);
         }
         ASSISTANT => {
@@ -107,6 +112,7 @@ pub fn default_tools(role: &str, direct: bool) -> Vec<&'static str> {
             names.push(EXEC);
             names.extend(WEB);
             names.push(MCP_TOOLS);
+            names.extend(CRON_TOOLS);
         }
     }
     names
@@ -115,7 +121,7 @@ pub fn default_tools(role: &str, direct: bool) -> Vec<&'static str> {
 /// One line about what `role` is for, shown to the assistant.
 pub fn summary(role: &str) -> String {
     match role {
-        WORKER => "general tasks with files, the shell, the web and MCP tools".into(),
+        WORKER => "general tasks with files, the shell, the web and MCP tools; adds, lists, pauses and removes scheduled jobs (reminders, recurring tasks)".into(),
         RESEARCHER => "looking things up: reads files and the web, recalls memories; changes nothing".into(),
         CODER => "code: reads, writes and edits files and runs commands".into(),
         MEMORY => "long-term memory: saves, finds, updates and forgets memories and memory.md".into(),
@@ -152,7 +158,12 @@ mod tests {
         assert_eq!(default_tools("translator", false), default_tools(WORKER, false));
         for role in BUILT_IN.iter().filter(|role| **role != ASSISTANT) {
             assert!(default_tools(role, false).iter().all(|tool| !ASSISTANT_ONLY.contains(tool)), "{role}");
+            let schedules = default_tools(role, false).iter().any(|tool| CRON_TOOLS.contains(tool));
+            assert_eq!(schedules, *role == WORKER, "{role}");
         }
+        assert!(CRON_TOOLS.iter().all(|tool| default_tools(ASSISTANT, true).contains(tool)), "direct mode");
+        assert!(CRON_TOOLS.iter().all(|tool| !default_tools(ASSISTANT, false).contains(tool)), "delegated");
+        assert!(CRON_TOOLS.iter().all(|tool| default_tools(WORKER, false).contains(tool)), "the worker schedules");
     }
 
     #[test]

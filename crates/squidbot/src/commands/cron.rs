@@ -4,18 +4,15 @@
 use anyhow::{Context, Result};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use serde_json::{Value, json};
+use serde_json::Value;
 use squidbot_core::ids::job_id;
-use squidbot_core::jobs::{ContextMode, Job, JobKind, JobStatus, JobStore, anchor_at};
-use squidbot_core::schedule::{Schedule, resolve_zone};
+use squidbot_core::jobs::{
+    Job, JobRequest, JobStatus, JobStore, job_row, job_time, job_zone, new_user_job, resumed_next_run,
+};
 use squidbot_store::SqliteJobStore;
 
 use crate::cli::{CronAction, CronAddArgs};
 use crate::wiring::{Environment, OWNER_CONTEXT};
-
-/// The zone of a job added without `--tz`: the config has no time zone setting, and a
-/// fixed default keeps a job's times from shifting with the host's zone.
-const DEFAULT_ZONE: &str = "UTC";
 
 /// Runs a cron action.
 pub async fn run(environment: &Environment, action: CronAction) -> Result<()> {
@@ -39,50 +36,29 @@ pub async fn run(environment: &Environment, action: CronAction) -> Result<()> {
 }
 
 async fn add(store: &SqliteJobStore, arguments: CronAddArgs) -> Result<()> {
-    if arguments.name.trim().is_empty() || arguments.message.trim().is_empty() {
-        anyhow::bail!("can't add the job: --name and --message must not be empty");
-    }
-    let timezone = arguments.tz.as_deref().unwrap_or(DEFAULT_ZONE).trim().to_owned();
-    let zone = resolve_zone(&timezone).context("can't add the job")?;
-    let now = Timestamp::now();
-    let schedule = anchor_at(Schedule::parse(&arguments.schedule).context("can't add the job")?, now);
-    let next_run = schedule.first_due(now, &zone).context("can't add the job")?;
-    let job = Job {
-        id: job_id(),
-        kind: JobKind::User,
-        name: arguments.name.trim().to_owned(),
-        schedule: schedule.to_string(),
-        timezone,
-        message: arguments.message,
-        channel: arguments.channel.filter(|channel| !channel.trim().is_empty()),
-        context_mode: ContextMode::default(),
-        owner_context: OWNER_CONTEXT.to_owned(),
-        status: JobStatus::Active,
-        next_run: Some(next_run.as_millisecond()),
-        last_run: None,
-        last_error: None,
-        consecutive_failures: 0,
-        created: now.as_millisecond(),
-        source_hash: None,
-        seed: None,
+    let request = JobRequest {
+        name: &arguments.name,
+        schedule: &arguments.schedule,
+        message: &arguments.message,
+        channel: arguments.channel.as_deref(),
+        timezone: arguments.tz.as_deref(),
+        owner_context: OWNER_CONTEXT,
     };
+    let job = new_user_job(&request, job_id(), Timestamp::now()).context("can't add the job")?;
     store.insert(&job).await?;
     if arguments.json {
-        println!("{}", serde_json::to_string_pretty(&row(&job))?);
+        println!("{}", serde_json::to_string_pretty(&job_row(&job))?);
     } else {
-        println!("added job {} ({}): next run {}", job.id, job.name, format_time(job.next_run, &zone));
+        println!("added job {} ({}): next run {}", job.id, job.name, format_time(job.next_run, &job_zone(&job)));
     }
     Ok(())
 }
 
 async fn resume(store: &SqliteJobStore, id: &str) -> Result<()> {
     let job = find(store, id).await?;
-    let zone = resolve_zone(&job.timezone).with_context(|| format!("can't resume job {id}"))?;
-    let schedule = job.parsed_schedule().with_context(|| format!("can't resume job {id}"))?;
-    // From now, not from the stored next run: slots that passed while paused are skipped.
-    let next_run = schedule.first_due(Timestamp::now(), &zone).with_context(|| format!("can't resume job {id}"))?;
-    store.set_status(id, JobStatus::Active, Some(next_run.as_millisecond())).await?;
-    println!("resumed job {id} ({}): next run {}", job.name, format_time(Some(next_run.as_millisecond()), &zone));
+    let next_run = resumed_next_run(&job, Timestamp::now()).with_context(|| format!("can't resume job {id}"))?;
+    store.set_status(id, JobStatus::Active, Some(next_run)).await?;
+    println!("resumed job {id} ({}): next run {}", job.name, format_time(Some(next_run), &job_zone(&job)));
     Ok(())
 }
 
@@ -93,7 +69,7 @@ async fn find(store: &SqliteJobStore, id: &str) -> Result<Job> {
 async fn list(store: &SqliteJobStore, json: bool) -> Result<()> {
     let jobs = store.list().await?;
     if json {
-        let rows: Vec<Value> = jobs.iter().map(row).collect();
+        let rows: Vec<Value> = jobs.iter().map(job_row).collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
@@ -122,38 +98,6 @@ async fn list(store: &SqliteJobStore, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// One job for `--json` output; times are RFC 3339 in the job's zone, `null` when none.
-fn row(job: &Job) -> Value {
-    let zone = job_zone(job);
-    let time = |ms: Option<i64>| ms.and_then(|ms| rfc3339(ms, &zone));
-    json!({
-        "id": job.id,
-        "kind": job.kind.as_str(),
-        "name": job.name,
-        "schedule": job.schedule,
-        "timezone": job.timezone,
-        "message": job.message,
-        "channel": job.channel,
-        "context_mode": job.context_mode.as_str(),
-        "next_run": time(job.next_run),
-        "last_run": time(job.last_run),
-        "last_error": job.last_error,
-        "status": job.status.as_str(),
-        "failures": job.consecutive_failures,
-    })
-}
-
-/// The job's zone, or UTC when the stored name no longer resolves (a time zone
-/// database without it): listing must still work.
-fn job_zone(job: &Job) -> TimeZone {
-    resolve_zone(&job.timezone).unwrap_or(TimeZone::UTC)
-}
-
-fn format_time(ms: Option<i64>, zone: &TimeZone) -> String {
-    ms.and_then(|ms| rfc3339(ms, zone)).unwrap_or_else(|| "-".to_owned())
-}
-
-fn rfc3339(ms: i64, zone: &TimeZone) -> Option<String> {
-    let zoned = Timestamp::from_millisecond(ms).ok()?.to_zoned(zone.clone());
-    Some(zoned.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string())
+fn format_time(milliseconds: Option<i64>, zone: &TimeZone) -> String {
+    job_time(milliseconds, zone).unwrap_or_else(|| "-".to_owned())
 }

@@ -1,9 +1,11 @@
 //! `squidbot cron` end to end: jobs added, listed, paused, resumed and removed in the
-//! database without a gateway, and bad input refused with nothing written.
+//! database without a gateway, bad input refused with nothing written, and the model
+//! scheduling through the cron tools.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::harness::Home;
+use crate::harness::{Home, offered_tools, tool_results};
 
 async fn jobs(home: &Home) -> Vec<Value> {
     let run = home.run(&["cron", "list", "--json"]).await.success();
@@ -110,4 +112,48 @@ async fn bad_cron_input_fails_clearly_and_writes_nothing() {
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0]["name"], "kept");
     assert_eq!(listed[0]["status"], "active");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_schedules_a_reminder_and_a_bad_schedule_comes_back_to_it() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    server.push(Reply::tool_call(
+        "cron_add",
+        json!({"name": "PR check", "schedule": "weekly mon 09:00", "message": "check PRs", "tz": "Europe/Berlin"}),
+    ));
+    server.push(Reply::text("Scheduled: every Monday at 09:00 Berlin time."));
+    home.run(&["agent", "-m", "remind me every Monday at 9 to check PRs"]).await.success();
+    let requests = server.requests();
+    let offered = offered_tools(&requests[0].body);
+    for tool in ["cron_add", "cron_list", "cron_remove", "cron_pause", "cron_resume"] {
+        assert!(offered.iter().any(|name| name == tool), "{tool} not offered: {offered:?}");
+    }
+    let results = tool_results(&requests[1].body);
+    assert!(results[0].starts_with("added job ") && results[0].contains("(PR check)"), "{results:?}");
+
+    let listed = jobs(&home).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let reminder = job(&listed, "PR check");
+    assert_eq!(
+        (&reminder["schedule"], &reminder["timezone"], &reminder["message"], &reminder["status"]),
+        (&json!("weekly mon 09:00"), &json!("Europe/Berlin"), &json!("check PRs"), &json!("active"))
+    );
+    // 09:00 in Berlin is +01:00 or +02:00 depending on the season, always on a Monday.
+    let next = reminder["next_run"].as_str().expect("a next run");
+    assert!(next.contains("T09:00:00+0"), "{next}");
+    let date: jiff::civil::Date = next[..10].parse().expect("a date");
+    assert_eq!(date.weekday(), jiff::civil::Weekday::Monday, "{next}");
+    assert!(results[0].contains(&format!("next run {next}")), "{results:?}");
+
+    server.push(Reply::tool_call("cron_add", json!({"name": "bad", "schedule": "every monday", "message": "m"})));
+    server.push(Reply::text("That schedule did not work."));
+    home.run(&["agent", "-m", "remind me every monday", "--session", "other"]).await.success();
+    let requests = server.requests();
+    let results = tool_results(&requests[3].body);
+    assert!(results[0].contains("can't add the job: can't parse schedule \"every monday\""), "{results:?}");
+    assert!(results[0].contains("valid schedules:"), "{results:?}");
+    let names: Vec<Value> = jobs(&home).await.into_iter().map(|job| job["name"].clone()).collect();
+    assert_eq!(names, ["PR check"], "the bad schedule wrote nothing");
+    server.assert_clean();
 }
