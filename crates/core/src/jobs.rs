@@ -11,9 +11,7 @@ use crate::schedule::{Schedule, ScheduleError};
 
 mod user_jobs;
 
-pub use user_jobs::{
-    DEFAULT_ZONE, JobRequest, JobRequestError, job_row, job_time, job_zone, new_user_job, resumed_next_run,
-};
+pub use user_jobs::{JobRequest, JobRequestError, job_row, job_time, job_zone, new_user_job, resumed_next_run};
 
 /// Who made a job, which decides how it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

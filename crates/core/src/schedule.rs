@@ -187,6 +187,16 @@ impl fmt::Display for Schedule {
     }
 }
 
+/// The IANA name `configured` stands for: itself, or for `local` the machine's zone
+/// (`TZ`, then `/etc/localtime`), UTC when the machine's zone has no IANA name.
+pub fn configured_zone_name(configured: &str) -> String {
+    let configured = configured.trim();
+    if !configured.eq_ignore_ascii_case("local") {
+        return configured.to_owned();
+    }
+    TimeZone::try_system().ok().and_then(|zone| zone.iana_name().map(str::to_owned)).unwrap_or_else(|| "UTC".to_owned())
+}
+
 /// Looks up an IANA time zone (`Europe/Berlin`, `America/New_York`, `UTC`).
 pub fn resolve_zone(name: &str) -> Result<TimeZone, ScheduleError> {
     let trimmed = name.trim();

@@ -121,7 +121,8 @@ pub struct CronAddArgs {
     /// Where replies go (default: the preferred or last active channel).
     #[arg(long)]
     pub channel: Option<String>,
-    /// IANA time zone the schedule's wall-clock times are read in (default UTC).
+    /// IANA time zone the schedule's wall-clock times are read in (default `scheduler.timezone`,
+    /// which is the machine's zone unless set).
     #[arg(long)]
     pub tz: Option<String>,
     /// Print the job as JSON.

@@ -151,6 +151,12 @@ impl Environment {
         &self.loaded.config
     }
 
+    /// The IANA zone of jobs added without one, of heartbeats and of active hours
+    /// (`scheduler.timezone`, `local` resolved to the machine's zone).
+    pub fn job_zone(&self) -> String {
+        squidbot_core::schedule::configured_zone_name(&self.config().scheduler.timezone)
+    }
+
     /// The workspace directory.
     pub fn workspace(&self) -> std::path::PathBuf {
         self.paths.workspace(self.config().workspace.path.as_deref())
@@ -220,7 +226,7 @@ impl Environment {
         let web_tools = squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok())?;
         let builtin =
             squidbot_tools::builtin_tools_reading(&self.config().tools, self.sandbox(), self.skill_read_roots());
-        let cron_tools = squidbot_tools::cron_tools(Arc::new(SqliteJobStore::new(self.database()?)));
+        let cron_tools = squidbot_tools::cron_tools(Arc::new(SqliteJobStore::new(self.database()?)), self.job_zone());
         for tool in builtin.into_iter().chain(memory_tools).chain(cron_tools).chain(web_tools) {
             registry.register(tool);
         }

@@ -23,10 +23,10 @@ const NOT_RUN_YET: &str = "note: this squidbot stores and lists jobs, but the sc
                            built yet; tell the user it will not fire until then";
 
 /// The five cron tools (`cron_add`, `cron_list`, `cron_remove`, `cron_pause`,
-/// `cron_resume`) over `store`.
-pub fn cron_tools(store: Arc<dyn DynJobStore>) -> Vec<Arc<dyn DynTool>> {
+/// `cron_resume`) over `store`; `default_zone` is the IANA zone of jobs added without one.
+pub fn cron_tools(store: Arc<dyn DynJobStore>, default_zone: String) -> Vec<Arc<dyn DynTool>> {
     vec![
-        Arc::new(CronAddTool::new(store.clone())),
+        Arc::new(CronAddTool::new(store.clone(), default_zone)),
         Arc::new(CronListTool::new(store.clone())),
         Arc::new(CronRemoveTool::new(store.clone())),
         Arc::new(CronPauseTool::new(store.clone())),

@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 use crate::secret::Secret;
 
 mod bus;
+mod scheduler;
 mod web;
 
 pub use bus::{BusConfig, DEFAULT_ACK_TIMEOUT_MS, DEFAULT_STALE_AFTER_SECS};
+pub use scheduler::{HeartbeatConfig, LOCAL_ZONE, SchedulerConfig};
 pub use web::{
     DEFAULT_BRAVE_API_KEY_ENV, DEFAULT_BRAVE_URL, DEFAULT_DUCKDUCKGO_URL, DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_WEB_TIMEOUT_SECS, SearchBackend, WebConfig,
@@ -46,6 +48,8 @@ pub struct Config {
     pub sandbox: crate::sandbox::SandboxConfig,
     /// The agent bus.
     pub bus: BusConfig,
+    /// Cron jobs, heartbeats and housekeeping jobs.
+    pub scheduler: SchedulerConfig,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <

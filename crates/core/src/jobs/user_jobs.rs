@@ -9,10 +9,6 @@ use serde_json::{Value, json};
 use super::{ContextMode, Job, JobKind, JobStatus, anchor_at};
 use crate::schedule::{Schedule, ScheduleError, resolve_zone};
 
-/// The zone of a job added without one: the config has no time zone setting, and a
-/// fixed default keeps a job's times from shifting with the host's zone.
-pub const DEFAULT_ZONE: &str = "UTC";
-
 /// What a user (or the model for them) asks for when adding a job.
 #[derive(Debug, Clone, Copy)]
 pub struct JobRequest<'a> {
@@ -24,8 +20,10 @@ pub struct JobRequest<'a> {
     pub message: &'a str,
     /// Where replies go; `None` or blank means the owner's preferred channel.
     pub channel: Option<&'a str>,
-    /// IANA zone; `None` means [`DEFAULT_ZONE`].
+    /// IANA zone; `None` means `default_zone`.
     pub timezone: Option<&'a str>,
+    /// The zone of a job asked for without one (`scheduler.timezone`, resolved).
+    pub default_zone: &'a str,
     /// The memory and session context the job acts for.
     pub owner_context: &'a str,
 }
@@ -52,7 +50,7 @@ pub fn new_user_job(request: &JobRequest<'_>, id: String, now: Timestamp) -> Res
             return Err(JobRequestError::Empty { field });
         }
     }
-    let timezone = request.timezone.unwrap_or(DEFAULT_ZONE).trim().to_owned();
+    let timezone = request.timezone.unwrap_or(request.default_zone).trim().to_owned();
     let zone = resolve_zone(&timezone)?;
     let schedule = anchor_at(Schedule::parse(request.schedule)?, now);
     let next_run = schedule.first_due(now, &zone)?;
@@ -128,6 +126,7 @@ mod tests {
             message: "check PRs",
             channel: Some("  "),
             timezone,
+            default_zone: "UTC",
             owner_context: "owner",
         }
     }

@@ -19,7 +19,7 @@ pub async fn run(environment: &Environment, action: CronAction) -> Result<()> {
     let store = SqliteJobStore::new(environment.database()?);
     match action {
         CronAction::List(flags) => list(&store, flags.json).await,
-        CronAction::Add(arguments) => add(&store, arguments).await,
+        CronAction::Add(arguments) => add(&store, arguments, &environment.job_zone()).await,
         CronAction::Remove { id } => {
             store.remove(&id).await?;
             println!("removed job {id}");
@@ -35,13 +35,14 @@ pub async fn run(environment: &Environment, action: CronAction) -> Result<()> {
     }
 }
 
-async fn add(store: &SqliteJobStore, arguments: CronAddArgs) -> Result<()> {
+async fn add(store: &SqliteJobStore, arguments: CronAddArgs, default_zone: &str) -> Result<()> {
     let request = JobRequest {
         name: &arguments.name,
         schedule: &arguments.schedule,
         message: &arguments.message,
         channel: arguments.channel.as_deref(),
         timezone: arguments.tz.as_deref(),
+        default_zone,
         owner_context: OWNER_CONTEXT,
     };
     let job = new_user_job(&request, job_id(), Timestamp::now()).context("can't add the job")?;

@@ -42,9 +42,13 @@ async fn cron_jobs_are_added_listed_paused_resumed_and_removed() {
     assert!(run.stdout.starts_with("added job "), "{}", run.stdout);
     // 09:00 in New York is -04:00 or -05:00 depending on the season.
     assert!(run.stdout.contains("T09:00:00-0"), "{}", run.stdout);
-    home.run(&["cron", "add", "--name", "poll", "--schedule", "every 5m", "--message", "check the inbox"])
-        .await
-        .success();
+    // Without --tz a job takes scheduler.timezone, which is the machine's zone (TZ here).
+    home.run_with(
+        &["cron", "add", "--name", "poll", "--schedule", "every 5m", "--message", "check the inbox"],
+        &[("TZ", "Asia/Tokyo")],
+    )
+    .await
+    .success();
     home.run(&["cron", "add", "--name", "once", "--schedule", "at 2999-01-01T10:00:00Z", "--message", "hello"])
         .await
         .success();
@@ -61,8 +65,8 @@ async fn cron_jobs_are_added_listed_paused_resumed_and_removed() {
     let next = standup["next_run"].as_str().unwrap();
     assert!(next.contains("T09:00:00-0"), "{next}");
     let poll = job(&listed, "poll");
-    assert_eq!((&poll["schedule"], &poll["timezone"]), (&Value::from("every 5m"), &Value::from("UTC")));
-    assert!(poll["next_run"].as_str().unwrap().ends_with("+00:00"), "{poll}");
+    assert_eq!((&poll["schedule"], &poll["timezone"]), (&Value::from("every 5m"), &Value::from("Asia/Tokyo")));
+    assert!(poll["next_run"].as_str().unwrap().ends_with("+09:00"), "{poll}");
     let once = job(&listed, "once");
     assert_eq!(once["schedule"], "at 2999-01-01T10:00:00Z");
     assert_eq!(once["next_run"], "2999-01-01T10:00:00+00:00");

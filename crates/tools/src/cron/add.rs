@@ -31,7 +31,7 @@ pub struct CronAddArguments {
     pub message: String,
     /// Where to reply; default the user's usual channel.
     pub channel: Option<String>,
-    /// IANA zone, e.g. Europe/Berlin; default UTC.
+    /// IANA zone, e.g. Europe/Berlin; default the user's.
     pub tz: Option<String>,
 }
 
@@ -39,6 +39,7 @@ pub struct CronAddArguments {
 #[derive(Clone)]
 pub struct CronAddTool {
     store: Arc<dyn DynJobStore>,
+    default_zone: String,
 }
 
 impl std::fmt::Debug for CronAddTool {
@@ -48,9 +49,10 @@ impl std::fmt::Debug for CronAddTool {
 }
 
 impl CronAddTool {
-    /// A `cron_add` tool writing to `store`.
-    pub fn new(store: Arc<dyn DynJobStore>) -> Self {
-        Self { store }
+    /// A `cron_add` tool writing to `store`; jobs asked for without a zone get
+    /// `default_zone` (an IANA name).
+    pub fn new(store: Arc<dyn DynJobStore>, default_zone: String) -> Self {
+        Self { store, default_zone }
     }
 
     async fn add(&self, arguments: CronAddArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -60,6 +62,7 @@ impl CronAddTool {
             message: &arguments.message,
             channel: arguments.channel.as_deref(),
             timezone: arguments.tz.as_deref(),
+            default_zone: &self.default_zone,
             owner_context: &context.context,
         };
         let job = new_user_job(&request, job_id(), Timestamp::now()).map_err(|error| {

@@ -21,7 +21,7 @@ impl Fixture {
         let directory = tempfile::tempdir().unwrap();
         let database = Database::open(&directory.path().join("squidbot.db")).unwrap();
         let store: Arc<dyn DynJobStore> = Arc::new(SqliteJobStore::new(database));
-        Self { _directory: directory, tools: cron_tools(store.clone()), store }
+        Self { _directory: directory, tools: cron_tools(store.clone(), "UTC".to_owned()), store }
     }
 
     async fn call(&self, name: &str, arguments: Value, context: &str) -> Result<String, ToolError> {
