@@ -31,12 +31,16 @@
 //! it is a checklist. Setext headings (underlined with `===`/`---`) are not recognised.
 
 mod fields;
+mod jobs;
 mod lines;
 mod sections;
 mod warning;
 
 pub use crate::schedule::Cadence;
 pub use fields::{ActiveHours, ContextMode};
+pub use jobs::{
+    HEARTBEAT_OK, HeartbeatDefaults, HeartbeatJobs, HeartbeatJobsError, heartbeat_jobs, heartbeat_task, is_heartbeat_ok,
+};
 pub use warning::{HeartbeatProblem, HeartbeatWarning};
 
 /// Largest HEARTBEAT.md accepted. The file becomes a prompt on every tick, so anything

@@ -7,7 +7,7 @@ use std::future::Future;
 use jiff::Timestamp;
 
 use crate::BoxFuture;
-use crate::schedule::{Schedule, ScheduleError};
+use crate::schedule::{Cadence, Schedule, ScheduleError};
 
 mod user_jobs;
 
@@ -138,15 +138,34 @@ pub struct Job {
     pub source_hash: Option<String>,
     /// Seed of a heartbeat cadence's jittered slot.
     pub seed: Option<i64>,
+    /// `HH:MM-HH:MM` window, in the job's zone, outside which runs are skipped
+    /// ([`crate::heartbeat::ActiveHours`]); `None` means any time.
+    pub active_hours: Option<String>,
 }
 
 impl Job {
-    /// The parsed schedule of a user or system job, with `every` intervals counted from
-    /// the job's creation: the CLI and the runtime must agree on due times, and the
-    /// stored text alone would anchor them at the Unix epoch.
+    /// The parsed schedule, with `every` intervals counted from the job's creation: the
+    /// CLI and the runtime must agree on due times, and the stored text alone would
+    /// anchor them at the Unix epoch. A bare cadence name (`daily`, `weekly`, …) with a
+    /// seed, as heartbeat jobs store it, is the cadence's jittered slot for that seed.
     pub fn parsed_schedule(&self) -> Result<Schedule, ScheduleError> {
+        if let Some(seed) = self.seed
+            && let Ok(cadence) = Cadence::parse(&self.schedule)
+        {
+            // The seed is stored as SQLite's signed integer; its bits are the u64 seed.
+            return Ok(Schedule::Cadence(cadence.choose_slot(u64::from_ne_bytes(seed.to_ne_bytes()))));
+        }
         let created = Timestamp::from_millisecond(self.created).unwrap_or(Timestamp::UNIX_EPOCH);
         Schedule::parse(&self.schedule).map(|schedule| anchor_at(schedule, created))
+    }
+
+    /// The schedule as people should read it: a heartbeat's concrete slot (`daily at
+    /// 09:17`) rather than its bare cadence, otherwise the stored schedule.
+    pub fn describe_schedule(&self) -> String {
+        match self.parsed_schedule() {
+            Ok(Schedule::Cadence(slot)) => slot.to_string(),
+            Ok(_) | Err(_) => self.schedule.clone(),
+        }
     }
 }
 
@@ -181,8 +200,6 @@ pub struct RunRecord {
     pub at: i64,
     /// How it ended.
     pub outcome: RunOutcome,
-    /// When it is next due; `None` for a one-shot that is done.
-    pub next_run: Option<i64>,
 }
 
 /// Why a job store operation failed.
@@ -230,13 +247,47 @@ pub trait JobStore: Send + Sync {
     ) -> impl Future<Output = Result<(), JobStoreError>> + Send + 'a;
     /// Active jobs due at or before `now` (ms), earliest first.
     fn due(&self, now: i64) -> impl Future<Output = Result<Vec<Job>, JobStoreError>> + Send + '_;
-    /// Stores a finished run and returns the failures since the last success, which
-    /// the runtime compares with its auto-pause limit.
+    /// Stores a finished run (last run, last error, failure count; never the next run,
+    /// which [`JobStore::claim`] set before the run, so a pause made during the run
+    /// stands) and returns the failures since the last success, which the runtime
+    /// compares with its auto-pause limit.
     fn record_run<'a>(
         &'a self,
         id: &'a str,
         run: &'a RunRecord,
     ) -> impl Future<Output = Result<u32, JobStoreError>> + Send + 'a;
+    /// A number that grows by exactly one for every row of the job table inserted,
+    /// updated or deleted, by any process. A scheduler compares it with the value it
+    /// last saw plus its own writes to tell whether someone else (the CLI) changed jobs.
+    fn revision(&self) -> impl Future<Output = Result<i64, JobStoreError>> + Send + '_;
+    /// Compare-and-set of an active job's next due time: sets it to `next_run` only if
+    /// the job is active and its next due time is still `expected_next_run`. `false`
+    /// means someone else got there first (another scheduler claimed the slot, or the
+    /// job was paused, edited or removed), and the slot must not run here.
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        expected_next_run: Option<i64>,
+        next_run: Option<i64>,
+    ) -> impl Future<Output = Result<bool, JobStoreError>> + Send + 'a;
+    /// Pauses the job `id` and stores `reason` as its last error, keeping its next due
+    /// time for display: for a job that can't be scheduled any more (a schedule or zone
+    /// that no longer parses). [`JobStoreError::NotFound`] when there is none.
+    fn pause_with_error<'a>(
+        &'a self,
+        id: &'a str,
+        reason: &'a str,
+    ) -> impl Future<Output = Result<(), JobStoreError>> + Send + 'a;
+    /// In one transaction, deletes every job of `kind` acting for `owner_context` and
+    /// inserts `jobs` (which should be of that kind and context): regenerating the
+    /// heartbeat jobs of a changed HEARTBEAT.md, installing system jobs. Nothing changes
+    /// when it fails ([`JobStoreError::AlreadyExists`] if an id is taken by another job).
+    fn replace_generated<'a>(
+        &'a self,
+        kind: JobKind,
+        owner_context: &'a str,
+        jobs: &'a [Job],
+    ) -> impl Future<Output = Result<(), JobStoreError>> + Send + 'a;
 }
 
 /// Object-safe companion of [`JobStore`].
@@ -260,6 +311,24 @@ pub trait DynJobStore: Send + Sync {
     fn due_boxed(&self, now: i64) -> BoxFuture<'_, Result<Vec<Job>, JobStoreError>>;
     /// See [`JobStore::record_run`].
     fn record_run_boxed<'a>(&'a self, id: &'a str, run: &'a RunRecord) -> BoxFuture<'a, Result<u32, JobStoreError>>;
+    /// See [`JobStore::revision`].
+    fn revision_boxed(&self) -> BoxFuture<'_, Result<i64, JobStoreError>>;
+    /// See [`JobStore::claim`].
+    fn claim_boxed<'a>(
+        &'a self,
+        id: &'a str,
+        expected_next_run: Option<i64>,
+        next_run: Option<i64>,
+    ) -> BoxFuture<'a, Result<bool, JobStoreError>>;
+    /// See [`JobStore::pause_with_error`].
+    fn pause_with_error_boxed<'a>(&'a self, id: &'a str, reason: &'a str) -> BoxFuture<'a, Result<(), JobStoreError>>;
+    /// See [`JobStore::replace_generated`].
+    fn replace_generated_boxed<'a>(
+        &'a self,
+        kind: JobKind,
+        owner_context: &'a str,
+        jobs: &'a [Job],
+    ) -> BoxFuture<'a, Result<(), JobStoreError>>;
 }
 
 impl<T: JobStore> DynJobStore for T {
@@ -295,6 +364,32 @@ impl<T: JobStore> DynJobStore for T {
     fn record_run_boxed<'a>(&'a self, id: &'a str, run: &'a RunRecord) -> BoxFuture<'a, Result<u32, JobStoreError>> {
         Box::pin(self.record_run(id, run))
     }
+
+    fn revision_boxed(&self) -> BoxFuture<'_, Result<i64, JobStoreError>> {
+        Box::pin(self.revision())
+    }
+
+    fn claim_boxed<'a>(
+        &'a self,
+        id: &'a str,
+        expected_next_run: Option<i64>,
+        next_run: Option<i64>,
+    ) -> BoxFuture<'a, Result<bool, JobStoreError>> {
+        Box::pin(self.claim(id, expected_next_run, next_run))
+    }
+
+    fn pause_with_error_boxed<'a>(&'a self, id: &'a str, reason: &'a str) -> BoxFuture<'a, Result<(), JobStoreError>> {
+        Box::pin(self.pause_with_error(id, reason))
+    }
+
+    fn replace_generated_boxed<'a>(
+        &'a self,
+        kind: JobKind,
+        owner_context: &'a str,
+        jobs: &'a [Job],
+    ) -> BoxFuture<'a, Result<(), JobStoreError>> {
+        Box::pin(self.replace_generated(kind, owner_context, jobs))
+    }
 }
 
 #[cfg(test)]
@@ -323,5 +418,44 @@ mod tests {
         let zone = jiff::tz::TimeZone::UTC;
         assert_eq!(schedule.next_after(created, &zone), Some("2026-03-01T10:07:30Z".parse().unwrap()));
         assert_eq!(schedule.to_string(), "every 5m");
+    }
+
+    fn heartbeat(schedule: &str, seed: Option<i64>) -> Job {
+        let mut job = crate::jobs::new_user_job(
+            &JobRequest {
+                name: "beat",
+                schedule: "every 30m",
+                message: "check in",
+                channel: None,
+                timezone: Some("UTC"),
+                default_zone: "UTC",
+                owner_context: "owner",
+            },
+            "beat0001".to_owned(),
+            "2026-03-01T10:00:00Z".parse().unwrap(),
+        )
+        .unwrap();
+        job.kind = JobKind::Heartbeat;
+        job.schedule = schedule.to_owned();
+        job.seed = seed;
+        job
+    }
+
+    #[test]
+    fn a_heartbeat_cadence_with_a_seed_is_its_jittered_slot() {
+        for (seed, unsigned) in [(42_i64, 42_u64), (-7, u64::MAX - 6)] {
+            let job = heartbeat("daily", Some(seed));
+            let slot = crate::schedule::Cadence::Daily.choose_slot(unsigned);
+            assert_eq!(job.parsed_schedule().unwrap(), Schedule::Cadence(slot));
+            assert_eq!(job.describe_schedule(), slot.to_string());
+            assert!(job.describe_schedule().starts_with("daily at "), "{}", job.describe_schedule());
+        }
+        // A checklist heartbeat runs on an ordinary schedule string.
+        let checklist = heartbeat("every 30m", Some(3));
+        assert_eq!(checklist.parsed_schedule().unwrap().to_string(), "every 30m");
+        assert_eq!(checklist.describe_schedule(), "every 30m");
+        // A cadence without a seed has no slot: the schedule string's own error.
+        assert!(matches!(heartbeat("daily", None).parsed_schedule(), Err(ScheduleError::Parse { .. })));
+        assert_eq!(heartbeat("garbage", None).describe_schedule(), "garbage");
     }
 }

@@ -85,6 +85,22 @@ pub enum RunError {
     Invalid(String),
 }
 
+/// Origins of turns that are not someone writing: their sessions are not where the
+/// people of a context are.
+const MACHINE_ORIGINS: [&str; 3] = ["bus", "job", "background"];
+
+/// Where the people of the runner's context last wrote from (the last-active tracker):
+/// updated on every inbound message, read when a scheduled job's reply needs a home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activity {
+    /// The origin of the message (`openclaw`, `openai`, a channel name).
+    pub origin: String,
+    /// The session it went to.
+    pub session_key: String,
+    /// When (ms since the Unix epoch).
+    pub at_ms: i64,
+}
+
 struct ActiveRun {
     session_key: String,
     cancel: CancellationToken,
@@ -97,6 +113,7 @@ pub struct Runner {
     sessions: Mutex<HashMap<String, SharedSession>>,
     active: Mutex<HashMap<String, ActiveRun>>,
     tracker: TaskTracker,
+    last_active: Mutex<Option<Activity>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -119,6 +136,7 @@ impl Runner {
             sessions: Mutex::new(HashMap::new()),
             active: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
+            last_active: Mutex::new(None),
         });
         if let Some(delegation) = runner.agent.delegation() {
             delegation.set_sink(Arc::new(RunnerSink(Arc::downgrade(&runner))));
@@ -207,6 +225,27 @@ impl Runner {
         });
     }
 
+    /// Where the people of this runner's context last wrote from; `None` before anyone did.
+    pub fn last_active(&self) -> Option<Activity> {
+        self.last_active.lock().ok().and_then(|last| last.clone())
+    }
+
+    /// Records that someone wrote from `origin` into `session_key` (turns started here
+    /// do it themselves; a front end that takes messages without starting a turn calls
+    /// it). Machine origins (`bus`, `job`, `background`) are ignored.
+    pub fn note_activity(&self, origin: &str, session_key: &str) {
+        if MACHINE_ORIGINS.contains(&origin) {
+            return;
+        }
+        let at_ms = unix_ms(&self.agent);
+        if let Ok(mut last) = self.last_active.lock() {
+            match last.as_mut() {
+                Some(known) if known.origin == origin && known.session_key == session_key => known.at_ms = at_ms,
+                _ => *last = Some(Activity { origin: origin.to_owned(), session_key: session_key.to_owned(), at_ms }),
+            }
+        }
+    }
+
     /// The agent.
     pub fn agent(&self) -> &Arc<Agent> {
         &self.agent
@@ -273,6 +312,7 @@ impl Runner {
             None => crate::ids::session_id(),
         };
         let cancel = CancellationToken::new();
+        self.note_activity(&request.origin, &request.session_key);
         {
             let Ok(mut active) = self.active.lock() else { return Err(RunError::ShuttingDown) };
             if active.contains_key(&run_id) {

@@ -3,17 +3,35 @@
 //! [`JobExecutor`], outcomes stored, changes made by other processes (the CLI) picked up
 //! through the store's revision.
 
+mod completion;
+mod engine;
+mod entry;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
 use crate::BoxFuture;
-use crate::jobs::Job;
+use crate::clock::Clock;
+use crate::jobs::{DynJobStore, Job};
+
+/// Run-now requests waiting for the loop; senders wait when it is full.
+const REQUEST_QUEUE: usize = 32;
 
 /// How the scheduler behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SchedulerSettings {
-    /// Failed runs in a row after which a job is paused and its owner told.
+    /// Failed runs in a row after which a job is paused and its owner told; 0 never
+    /// pauses.
     pub max_consecutive_failures: u32,
-    /// How often the store's revision is checked for changes made elsewhere.
+    /// How often the store's revision is checked for changes made elsewhere, and the
+    /// longest the loop sleeps without reading the clock (so a clock jump is noticed).
+    /// At least 10 ms is used.
     pub poll: Duration,
 }
 
@@ -73,4 +91,103 @@ pub trait JobControl: Send + Sync {
     /// Starts a run of job `id` now, whatever its schedule or status; resolves once the
     /// run has started (not when it ends). Its outcome is recorded like any other run.
     fn run_now<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), RunNowError>>;
+}
+
+/// A snapshot of a running scheduler, for `status` and the web UI. Cheap to read: the
+/// loop publishes it when something changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedulerStatus {
+    /// Whether the job table has been read since start-up.
+    pub loaded: bool,
+    /// Jobs known, active or paused.
+    pub jobs: usize,
+    /// Active jobs.
+    pub active: usize,
+    /// Ids of the jobs running now, sorted.
+    pub running: Vec<String>,
+    /// The earliest next due time (ms) of an active job; `None` when nothing is due.
+    pub next_run: Option<i64>,
+}
+
+/// A `run_now` request on its way to the loop.
+#[derive(Debug)]
+struct RunNowRequest {
+    id: String,
+    reply: oneshot::Sender<Result<(), RunNowError>>,
+}
+
+/// The scheduler engine: keeps the jobs of the store in a next-due queue and runs each
+/// at its due time through the executor. Build it, take [`Scheduler::handle`]s for the
+/// front ends, then spawn [`Scheduler::run`].
+pub struct Scheduler {
+    store: Arc<dyn DynJobStore>,
+    executor: Arc<dyn JobExecutor>,
+    clock: Arc<dyn Clock>,
+    settings: SchedulerSettings,
+    requests: mpsc::Receiver<RunNowRequest>,
+    status: watch::Sender<SchedulerStatus>,
+    handle: SchedulerHandle,
+}
+
+impl Scheduler {
+    /// A scheduler over the jobs of `store`, running them with `executor` at the times
+    /// `clock` tells.
+    pub fn new(
+        store: Arc<dyn DynJobStore>,
+        executor: Arc<dyn JobExecutor>,
+        clock: Arc<dyn Clock>,
+        settings: SchedulerSettings,
+    ) -> Self {
+        let (requests_sender, requests) = mpsc::channel(REQUEST_QUEUE);
+        let (status, status_receiver) = watch::channel(SchedulerStatus::default());
+        let handle =
+            SchedulerHandle { requests: requests_sender, wake: Arc::new(Notify::new()), status: status_receiver };
+        Self { store, executor, clock, settings, requests, status, handle }
+    }
+
+    /// A handle for asking things of the running scheduler.
+    pub fn handle(&self) -> SchedulerHandle {
+        self.handle.clone()
+    }
+
+    /// Runs jobs until `shutdown` is cancelled, then waits for the runs still going
+    /// (cancelling them is the executor's business) and records their outcomes.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let Scheduler { store, executor, clock, settings, requests, status, handle } = self;
+        let wake = Arc::clone(&handle.wake);
+        // The loop's own handle must not keep the request channel open once it stops.
+        drop(handle);
+        let (engine, finished) = engine::Engine::new(store, executor, clock, settings, status);
+        engine.run(finished, requests, wake, shutdown).await;
+    }
+}
+
+/// What front ends hold to talk to a running [`Scheduler`]. Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct SchedulerHandle {
+    requests: mpsc::Sender<RunNowRequest>,
+    wake: Arc<Notify>,
+    status: watch::Receiver<SchedulerStatus>,
+}
+
+impl SchedulerHandle {
+    /// The latest snapshot the loop published.
+    pub fn status(&self) -> SchedulerStatus {
+        self.status.borrow().clone()
+    }
+}
+
+impl JobControl for SchedulerHandle {
+    fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    fn run_now<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), RunNowError>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let request = RunNowRequest { id: id.to_owned(), reply };
+            self.requests.send(request).await.map_err(|_| RunNowError::Stopped)?;
+            answer.await.unwrap_or(Err(RunNowError::Stopped))
+        })
+    }
 }

@@ -20,8 +20,10 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use serde_json::Value;
+use squidbot_core::jobs::DynJobStore;
 use squidbot_core::memory::{Memories, MemoryDocuments};
 use squidbot_core::runs::Runner;
+use squidbot_core::scheduler::JobControl;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +51,24 @@ pub struct Services {
     /// The agent bus: the assistant registers as its `assistant` route while the gateway
     /// runs, and trigger files of live targets are delivered every second.
     pub bus: Option<Arc<squidbot_bus::Bus>>,
+    /// The scheduler's jobs, for the `cron.*` methods and the Cron panel; `None` when the
+    /// scheduler is off (`scheduler.enabled = false`).
+    pub jobs: Option<JobServices>,
+}
+
+/// What the `cron.*` methods work with.
+pub struct JobServices {
+    /// Where jobs are kept; the methods read and change it directly, so they work the same
+    /// whether or not a scheduler runs in this process.
+    pub store: Arc<dyn DynJobStore>,
+    /// The running scheduler, told about every change (`wake`) and asked for `cron.run`;
+    /// `None` when jobs are stored but nothing runs them here.
+    pub control: Option<Arc<dyn JobControl>>,
+    /// The context whose jobs the owner's clients see and add. Other users' jobs read as
+    /// missing; squidbot's own system jobs are shown too, whatever their context.
+    pub owner_context: String,
+    /// IANA zone of jobs added without one (`scheduler.timezone`, resolved).
+    pub default_zone: String,
 }
 
 /// Lists skills as JSON objects (`name`, `description`, `available`, `location`, ...).

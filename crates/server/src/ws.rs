@@ -7,6 +7,7 @@
 //! the server sends goes through one bounded queue: a client that stops reading is
 //! disconnected instead of buffering without limit.
 
+mod cron;
 pub mod frame;
 pub(crate) mod methods;
 mod translate;

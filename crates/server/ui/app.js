@@ -285,7 +285,7 @@ const loaders = {
   sessions: () => loadSessions(),
   memory: () => { loadMemories(); loadMemoryDoc(); },
   skills: () => loadSkills(),
-  cron: () => loadCron(),
+  cron: () => openCron(),
   status: () => loadStatus(),
 };
 
@@ -296,6 +296,7 @@ function showPanel(name) {
     else button.removeAttribute('aria-current');
   }
   for (const panel of document.querySelectorAll('main > .panel')) panel.hidden = panel.id !== 'panel-' + name;
+  watchCron(name === 'cron');
   loaders[name]();
 }
 
@@ -820,45 +821,141 @@ async function loadSkills() {
   }
 }
 
-async function loadCron() {
-  panelState('cron', 'loading');
+const CRON_REFRESH_MS = 10000;
+// `notice` is the outcome of the last action, kept across polls until the panel is reopened.
+const cron = { timer: null, token: 0, notice: '' };
+
+// Job times come as RFC 3339 in the job's own zone; its wall-clock time is shown (the zone
+// has its own column) and the full value is the cell's tooltip.
+function formatJobTime(value) {
+  if (!value) return '—';
+  const match = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d)/.exec(value);
+  return match ? match[1] + ' ' + match[2] : String(value);
+}
+
+function cronNotice(text, ok) {
   const message = $('cron-message');
+  message.className = ok ? 'notice ok' : 'notice';
+  show(message, text);
+}
+
+// Polls while the Cron panel is open, so next runs, last runs and failures stay current.
+function watchCron(open) {
+  clearInterval(cron.timer);
+  cron.timer = null;
+  if (!open) return;
+  cron.timer = setInterval(() => {
+    if (currentPanel === 'cron' && connection.authenticated && !document.hidden) loadCron({ quiet: true });
+  }, CRON_REFRESH_MS);
+}
+
+function openCron() {
+  cron.notice = '';
+  show($('cron-action-error'), '');
+  loadCron();
+}
+
+function cronRow(job, schedulerRunning) {
+  const paused = job.status === 'paused';
+  // HEARTBEAT.md owns heartbeat jobs and squidbot its system jobs: those only pause.
+  const removable = job.kind === 'user';
+  const actions = h('div', { class: 'cron-actions' },
+    h('button', { type: 'button', class: 'small secondary', 'data-testid': 'cron-toggle',
+      onclick: () => cronAction(paused ? 'cron.resume' : 'cron.pause', job) }, paused ? 'Resume' : 'Pause'),
+    h('button', { type: 'button', class: 'small secondary', 'data-testid': 'cron-run', disabled: !schedulerRunning,
+      title: schedulerRunning ? 'Run this job now' : 'The scheduler is not running in this gateway',
+      onclick: () => cronAction('cron.run', job) }, 'Run now'),
+    removable ? h('button', { type: 'button', class: 'small danger', 'data-testid': 'cron-remove',
+      onclick: () => cronAction('cron.remove', job) }, 'Remove') : null);
+  return h('tr', { 'data-testid': 'cron-job', 'data-id': job.id, 'data-kind': job.kind, 'data-status': job.status },
+    h('td', { class: 'cron-name', title: job.message || '' }, job.name || job.id),
+    h('td', { class: 'cron-kind' }, h('span', { class: 'badge kind' }, job.kind || '')),
+    h('td', { class: 'cron-schedule' }, h('code', {}, job.describe || job.schedule || '')),
+    h('td', { class: 'cron-timezone' }, job.timezone || ''),
+    h('td', { class: 'cron-next', title: job.next_run || '' }, paused ? '— (paused)' : formatJobTime(job.next_run)),
+    h('td', { class: 'cron-last', title: job.last_run || '' }, formatJobTime(job.last_run)),
+    h('td', { class: 'cron-status' }, h('span', { class: 'badge ' + (paused ? 'no' : 'yes') }, job.status || '')),
+    h('td', { class: 'cron-failures' }, job.failures ?? 0),
+    h('td', { class: 'cron-last-error' }, job.last_error || ''),
+    h('td', {}, actions));
+}
+
+function cronSummary(status) {
+  const parts = [status.jobs + (status.jobs === 1 ? ' job' : ' jobs'), status.active + ' active', status.paused + ' paused'];
+  if (status.nextRun) parts.push('next run ' + formatJobTime(status.nextRun));
+  if (!status.enabled) parts.push('scheduler not running');
+  return parts.join(' · ');
+}
+
+async function loadCron(options) {
+  const quiet = options && options.quiet;
+  const token = ++cron.token;
+  if (!quiet) panelState('cron', 'loading');
   try {
-    const result = await request('cron.list', {});
+    const [result, status] = await Promise.all([request('cron.list', {}), request('cron.status', {})]);
+    if (token !== cron.token) return;
     const jobs = result.jobs || [];
-    const rows = $('cron-rows');
-    rows.replaceChildren();
-    for (const job of jobs) {
-      const paused = job.status === 'paused';
-      rows.append(h('tr', { 'data-testid': 'cron-job', 'data-id': job.id },
-        h('td', {}, job.name || job.id),
-        h('td', {}, h('code', {}, job.schedule || ''), job.timezone ? ' (' + job.timezone + ')' : ''),
-        h('td', { class: 'cron-next' }, formatTime(job.nextRun)),
-        h('td', {}, formatTime(job.lastRun)),
-        h('td', { class: 'cron-status' }, job.status || ''),
-        h('td', {}, job.failures ?? 0),
-        h('td', {}, h('button', { type: 'button', class: 'small secondary', 'data-testid': 'cron-toggle',
-          onclick: () => toggleJob(job.id, paused) }, paused ? 'Resume' : 'Pause'))));
-    }
+    $('cron-rows').replaceChildren(...jobs.map((job) => cronRow(job, status.enabled)));
     $('cron-table').hidden = !jobs.length;
-    message.className = 'notice ok';
-    show(message, jobs.length ? '' : 'No cron jobs.');
+    $('cron-summary').textContent = cronSummary(status);
+    $('cron-new-tz').placeholder = 'Timezone (default ' + (status.timezone || 'of the gateway') + ')';
+    $('cron-add-section').hidden = false;
+    if (!status.enabled) cronNotice('The scheduler is not running in this gateway: jobs are kept but do not run.');
+    else if (!jobs.length) cronNotice(cron.notice ? cron.notice + ' No cron jobs.' : 'No cron jobs.', true);
+    else cronNotice(cron.notice, true);
     panelState('cron', 'loaded');
   } catch (error) {
+    if (token !== cron.token) return;
+    // A missed poll keeps what is shown; the next one retries.
+    if (quiet && error.code !== 'UNAVAILABLE' && $('panel-cron').dataset.state === 'loaded') return;
     $('cron-table').hidden = true;
-    message.className = 'notice';
-    show(message, 'Cron is unavailable: ' + error.message);
+    $('cron-add-section').hidden = true;
+    $('cron-summary').textContent = '';
+    cronNotice('Cron is unavailable: ' + error.message);
     panelState('cron', error.code === 'UNAVAILABLE' ? 'unavailable' : 'error');
   }
 }
 
-async function toggleJob(id, paused) {
+const CRON_ACTIONS = {
+  'cron.pause': ['pause', 'Paused'],
+  'cron.resume': ['resume', 'Resumed'],
+  'cron.run': ['run', 'Started a run of'],
+  'cron.remove': ['remove', 'Removed'],
+};
+
+async function cronAction(method, job) {
+  const [verb, done] = CRON_ACTIONS[method];
+  const label = job.name || job.id;
+  let failure = '';
   try {
-    await request(paused ? 'cron.resume' : 'cron.pause', { id });
+    await request(method, { id: job.id });
+    cron.notice = done + ' ' + label + '.';
+  } catch (error) {
+    cron.notice = '';
+    failure = "can't " + verb + ' job ' + label + ': ' + error.message;
+  }
+  show($('cron-action-error'), failure);
+  await loadCron();
+}
+
+async function addCronJob(event) {
+  event.preventDefault();
+  const name = $('cron-new-name').value.trim();
+  const schedule = $('cron-new-schedule').value.trim();
+  const message = $('cron-new-message').value.trim();
+  const tz = $('cron-new-tz').value.trim();
+  show($('cron-add-error'), '');
+  $('cron-add').disabled = true;
+  try {
+    const result = await request('cron.add', { name, schedule, message, tz: tz || undefined });
+    for (const id of ['cron-new-name', 'cron-new-schedule', 'cron-new-message']) $(id).value = '';
+    const job = result.job || {};
+    cron.notice = 'Added ' + (job.name || name) + ', next run ' + formatJobTime(job.next_run) + ' ' + (job.timezone || '') + '.';
     await loadCron();
   } catch (error) {
-    $('cron-message').className = 'notice';
-    show($('cron-message'), "can't " + (paused ? 'resume' : 'pause') + ' job: ' + error.message);
+    show($('cron-add-error'), error.message);
+  } finally {
+    $('cron-add').disabled = false;
   }
 }
 
@@ -953,7 +1050,8 @@ function init() {
   $('memory-doc-save').addEventListener('click', saveMemoryDoc);
   $('memory-doc-reload').addEventListener('click', loadMemoryDoc);
   $('skills-refresh').addEventListener('click', loadSkills);
-  $('cron-refresh').addEventListener('click', loadCron);
+  $('cron-refresh').addEventListener('click', () => loadCron());
+  $('cron-add-form').addEventListener('submit', addCronJob);
   $('status-refresh').addEventListener('click', loadStatus);
 
   const auth = loadAuth();

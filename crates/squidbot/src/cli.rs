@@ -103,6 +103,12 @@ pub enum CronAction {
         /// The job's id.
         id: String,
     },
+    /// Run a job now, whatever its schedule: inside the running gateway (its reply goes
+    /// where the job's replies go), or here when no gateway runs (the reply is printed).
+    Run {
+        /// The job's id.
+        id: String,
+    },
 }
 
 /// `squidbot cron add`.

@@ -126,6 +126,29 @@ fn deserialize(mut table: toml::Table, overrides: &[(Vec<String>, String)], path
     }
 }
 
+/// Problems of `[scheduler]`: a zone, schedule, window or mode that doesn't parse.
+fn scheduler_issues(scheduler: &squidbot_types::config::SchedulerConfig) -> Vec<ConfigIssue> {
+    use squidbot_core::schedule::{Schedule, configured_zone_name, resolve_zone};
+    let mut issues = Vec::new();
+    let mut issue = |key: &str, problem: String| issues.push(ConfigIssue { key: key.into(), problem });
+    if let Err(error) = resolve_zone(&configured_zone_name(&scheduler.timezone)) {
+        issue("scheduler.timezone", format!("{error}; or \"local\" for this machine's zone"));
+    }
+    let heartbeat = &scheduler.heartbeat;
+    if let Err(error) = Schedule::parse(&heartbeat.every) {
+        issue("scheduler.heartbeat.every", error.to_string());
+    }
+    if let Some(window) = &heartbeat.active_hours
+        && squidbot_core::heartbeat::ActiveHours::parse(window).is_none()
+    {
+        issue("scheduler.heartbeat.active_hours", format!("{window:?} is not a window such as 08:00-22:00"));
+    }
+    if squidbot_core::jobs::ContextMode::parse(&heartbeat.context).is_none() {
+        issue("scheduler.heartbeat.context", format!("{:?} is not session, isolated or silent", heartbeat.context));
+    }
+    issues
+}
+
 /// Cross-field checks beyond the schema. Returns the problems found, each naming its key.
 pub fn validate(config: &Config) -> Vec<ConfigIssue> {
     let mut issues = match Router::from_config(config, &|name| std::env::var(name).ok()) {
@@ -155,6 +178,7 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
             problem: format!("{:?} is not a duration such as 90s, 30m, 24h or 7d", config.sessions.archive_after),
         });
     }
+    issues.extend(scheduler_issues(&config.scheduler));
     let memory = &config.memory;
     let thresholds = [memory.compact_at, memory.aggressive_at, memory.emergency_at];
     if !(thresholds.windows(2).all(|pair| pair[0] <= pair[1])

@@ -81,22 +81,7 @@ impl Housekeeping {
             if !due {
                 continue;
             }
-            let outcome = match name {
-                "ttl_expiry" => self
-                    .memories
-                    .expire()
-                    .await
-                    .map(|count| format!("{count} expired memories deleted"))
-                    .map_err(anyhow::Error::from),
-                "vector_backfill" => self
-                    .memories
-                    .backfill_vectors(256)
-                    .await
-                    .map(|count| format!("{count} memories embedded"))
-                    .map_err(anyhow::Error::from),
-                "archive_idle" => self.archive_idle().await.map(|count| format!("{count} idle sessions archived")),
-                _ => self.refresh_bulletins().await.map(|count| format!("{count} bulletins refreshed")),
-            };
+            let outcome = self.run(name).await;
             let error = outcome.as_ref().err().map(|error| format!("{error:#}"));
             let result = match &error {
                 Some(error) => Err(error.as_str()),
@@ -117,6 +102,22 @@ impl Housekeeping {
             }
         }
         report
+    }
+
+    /// Runs the system job `name` once; returns a line saying what it did, or why it
+    /// failed (for the scheduler's failure count).
+    pub async fn run_job(&self, name: &str) -> Result<String, String> {
+        self.run(name).await.map_err(|error| format!("{error:#}"))
+    }
+
+    async fn run(&self, name: &str) -> Result<String> {
+        match name {
+            "ttl_expiry" => Ok(format!("{} expired memories deleted", self.memories.expire().await?)),
+            "vector_backfill" => Ok(format!("{} memories embedded", self.memories.backfill_vectors(256).await?)),
+            "archive_idle" => Ok(format!("{} idle sessions archived", self.archive_idle().await?)),
+            "memory_bulletin" => Ok(format!("{} bulletins refreshed", self.refresh_bulletins().await?)),
+            other => bail!("there is no system job {other:?}"),
+        }
     }
 
     async fn archive_idle(&self) -> Result<usize> {

@@ -7,6 +7,7 @@ mod commands;
 mod config;
 mod housekeeping;
 mod indexed_sessions;
+mod jobs;
 mod logging;
 mod paths;
 mod sections;

@@ -1,12 +1,12 @@
 //! `SqliteJobStore`: the scheduler's jobs (`jobs` table) in the shared database.
 
-use rusqlite::{ErrorCode, OptionalExtension, Row, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 use squidbot_core::jobs::{ContextMode, Job, JobKind, JobStatus, JobStore, JobStoreError, RunOutcome, RunRecord};
 
 use crate::database::Database;
 
 const COLUMNS: &str = "id, kind, name, schedule, timezone, message, channel, context_mode, owner_context, status, \
-                       next_run, last_run, last_error, consecutive_failures, created, source_hash, seed";
+                       next_run, last_run, last_error, consecutive_failures, created, source_hash, seed, active_hours";
 
 /// Jobs in the shared database. The blocking methods suit the CLI; the [`JobStore`]
 /// implementation runs them on blocking threads.
@@ -23,41 +23,7 @@ impl SqliteJobStore {
 
     /// See [`JobStore::insert`].
     pub fn insert_blocking(&self, job: &Job) -> Result<(), JobStoreError> {
-        let inserted = self.database.with_connection(|connection| {
-            connection
-                .prepare_cached(&format!(
-                    "INSERT INTO jobs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-                     ?15, ?16, ?17)"
-                ))?
-                .execute(params![
-                    job.id,
-                    job.kind.as_str(),
-                    job.name,
-                    job.schedule,
-                    job.timezone,
-                    job.message,
-                    job.channel,
-                    job.context_mode.as_str(),
-                    job.owner_context,
-                    job.status.as_str(),
-                    job.next_run,
-                    job.last_run,
-                    job.last_error,
-                    job.consecutive_failures,
-                    job.created,
-                    job.source_hash,
-                    job.seed,
-                ])
-        });
-        match inserted {
-            Ok(_) => Ok(()),
-            Err(error)
-                if error.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) && self.exists(&job.id)? =>
-            {
-                Err(JobStoreError::AlreadyExists { id: job.id.clone() })
-            }
-            Err(error) => Err(storage("add a job")(error)),
-        }
+        self.database.with_connection(|connection| insert_row(connection, job)).map_err(inserting(job))
     }
 
     /// See [`JobStore::list`].
@@ -124,11 +90,11 @@ impl SqliteJobStore {
             .with_connection(|connection| {
                 connection
                     .prepare_cached(
-                        "UPDATE jobs SET last_run = ?2, last_error = ?3, next_run = ?4, \
+                        "UPDATE jobs SET last_run = ?2, last_error = ?3, \
                          consecutive_failures = CASE WHEN ?3 IS NULL THEN 0 ELSE consecutive_failures + 1 END \
                          WHERE id = ?1 RETURNING consecutive_failures",
                     )?
-                    .query_row(params![id, run.at, error, run.next_run], |row| row.get(0))
+                    .query_row(params![id, run.at, error], |row| row.get(0))
                     .optional()
             })
             .map_err(storage("record a job run"))?;
@@ -136,13 +102,69 @@ impl SqliteJobStore {
         Ok(u32::try_from(failures).unwrap_or(u32::MAX))
     }
 
-    fn exists(&self, id: &str) -> Result<bool, JobStoreError> {
+    /// See [`JobStore::revision`].
+    pub fn revision_blocking(&self) -> Result<i64, JobStoreError> {
         self.database
             .with_connection(|connection| {
-                connection.prepare_cached("SELECT 1 FROM jobs WHERE id = ?1")?.query_row([id], |_| Ok(())).optional()
+                connection
+                    .prepare_cached("SELECT revision FROM job_revision WHERE id = 1")?
+                    .query_row([], |row| row.get(0))
             })
-            .map(|row| row.is_some())
-            .map_err(storage("read a job"))
+            .map_err(storage("read the job table's revision"))
+    }
+
+    /// See [`JobStore::claim`].
+    pub fn claim_blocking(
+        &self,
+        id: &str,
+        expected_next_run: Option<i64>,
+        next_run: Option<i64>,
+    ) -> Result<bool, JobStoreError> {
+        let changed = self
+            .database
+            .with_connection(|connection| {
+                connection
+                    .prepare_cached(
+                        "UPDATE jobs SET next_run = ?3 WHERE id = ?1 AND status = 'active' AND next_run IS ?2",
+                    )?
+                    .execute(params![id, expected_next_run, next_run])
+            })
+            .map_err(storage("claim a job's slot"))?;
+        Ok(changed == 1)
+    }
+
+    /// See [`JobStore::pause_with_error`].
+    pub fn pause_with_error_blocking(&self, id: &str, reason: &str) -> Result<(), JobStoreError> {
+        let changed = self
+            .database
+            .with_connection(|connection| {
+                connection
+                    .prepare_cached("UPDATE jobs SET status = 'paused', last_error = ?2 WHERE id = ?1")?
+                    .execute(params![id, reason])
+            })
+            .map_err(storage("pause a job"))?;
+        found(changed, id)
+    }
+
+    /// See [`JobStore::replace_generated`].
+    pub fn replace_generated_blocking(
+        &self,
+        kind: JobKind,
+        owner_context: &str,
+        jobs: &[Job],
+    ) -> Result<(), JobStoreError> {
+        self.database.with_connection(|connection| {
+            let transaction = connection.transaction().map_err(storage("replace generated jobs"))?;
+            transaction
+                .prepare_cached("DELETE FROM jobs WHERE kind = ?1 AND owner_context = ?2")
+                .and_then(|mut statement| statement.execute(params![kind.as_str(), owner_context]))
+                .map_err(storage("replace generated jobs"))?;
+            for job in jobs {
+                insert_row(&transaction, job).map_err(inserting(job))?;
+            }
+            // Dropping the transaction on an error above rolls everything back.
+            transaction.commit().map_err(storage("replace generated jobs"))
+        })
     }
 
     fn select(
@@ -210,6 +232,30 @@ impl JobStore for SqliteJobStore {
         let run = run.clone();
         self.blocking(move |store| store.record_run_blocking(&id, &run)).await
     }
+
+    async fn revision(&self) -> Result<i64, JobStoreError> {
+        self.blocking(SqliteJobStore::revision_blocking).await
+    }
+
+    async fn claim(
+        &self,
+        id: &str,
+        expected_next_run: Option<i64>,
+        next_run: Option<i64>,
+    ) -> Result<bool, JobStoreError> {
+        let id = id.to_owned();
+        self.blocking(move |store| store.claim_blocking(&id, expected_next_run, next_run)).await
+    }
+
+    async fn pause_with_error(&self, id: &str, reason: &str) -> Result<(), JobStoreError> {
+        let (id, reason) = (id.to_owned(), reason.to_owned());
+        self.blocking(move |store| store.pause_with_error_blocking(&id, &reason)).await
+    }
+
+    async fn replace_generated(&self, kind: JobKind, owner_context: &str, jobs: &[Job]) -> Result<(), JobStoreError> {
+        let (owner_context, jobs) = (owner_context.to_owned(), jobs.to_vec());
+        self.blocking(move |store| store.replace_generated_blocking(kind, &owner_context, &jobs)).await
+    }
 }
 
 /// A row as stored, before its names are checked: a hand-edited or newer row becomes
@@ -257,12 +303,55 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<RawJob> {
             created: row.get("created")?,
             source_hash: row.get("source_hash")?,
             seed: row.get("seed")?,
+            active_hours: row.get("active_hours")?,
         },
         kind: row.get("kind")?,
         context_mode: row.get("context_mode")?,
         status: row.get("status")?,
         consecutive_failures: row.get("consecutive_failures")?,
     })
+}
+
+/// Inserts `job` as a new row.
+fn insert_row(connection: &Connection, job: &Job) -> rusqlite::Result<()> {
+    connection
+        .prepare_cached(&format!(
+            "INSERT INTO jobs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
+             ?16, ?17, ?18)"
+        ))?
+        .execute(params![
+            job.id,
+            job.kind.as_str(),
+            job.name,
+            job.schedule,
+            job.timezone,
+            job.message,
+            job.channel,
+            job.context_mode.as_str(),
+            job.owner_context,
+            job.status.as_str(),
+            job.next_run,
+            job.last_run,
+            job.last_error,
+            job.consecutive_failures,
+            job.created,
+            job.source_hash,
+            job.seed,
+            job.active_hours,
+        ])?;
+    Ok(())
+}
+
+/// Names the failure of inserting `job`: the table's only constraint a typed [`Job`] can
+/// break is its primary key, so a constraint violation means the id is taken.
+fn inserting(job: &Job) -> impl FnOnce(rusqlite::Error) -> JobStoreError + '_ {
+    move |error| {
+        if error.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) {
+            JobStoreError::AlreadyExists { id: job.id.clone() }
+        } else {
+            storage("add a job")(error)
+        }
+    }
 }
 
 fn storage(action: &'static str) -> impl FnOnce(rusqlite::Error) -> JobStoreError {

@@ -72,6 +72,7 @@ pub fn new_user_job(request: &JobRequest<'_>, id: String, now: Timestamp) -> Res
         created: now.as_millisecond(),
         source_hash: None,
         seed: None,
+        active_hours: None,
     })
 }
 
@@ -95,6 +96,7 @@ pub fn job_row(job: &Job) -> Value {
         "message": job.message,
         "channel": job.channel,
         "context_mode": job.context_mode.as_str(),
+        "active_hours": job.active_hours,
         "next_run": job_time(job.next_run, &zone),
         "last_run": job_time(job.last_run, &zone),
         "last_error": job.last_error,

@@ -129,6 +129,11 @@ pub enum ErrorCode {
     Forbidden,
     /// The method exists but cannot answer now.
     Unavailable,
+    /// The thing the request names (a job id, ...) does not exist, or is not the
+    /// caller's to see.
+    NotFound,
+    /// The request clashes with what is going on (a job's run is still going).
+    Conflict,
     /// Too many attempts.
     RateLimited,
     /// Something failed on the server.
@@ -142,6 +147,8 @@ impl ErrorCode {
             Self::InvalidRequest => "INVALID_REQUEST",
             Self::Forbidden => "FORBIDDEN",
             Self::Unavailable => "UNAVAILABLE",
+            Self::NotFound => "NOT_FOUND",
+            Self::Conflict => "CONFLICT",
             Self::RateLimited => "RATE_LIMITED",
             Self::Internal => "INTERNAL",
         }
@@ -272,6 +279,10 @@ mod tests {
         assert_eq!(value["ok"], false);
         assert_eq!(value["error"]["code"], "FORBIDDEN");
         assert_eq!(value["error"]["details"]["code"], "MISSING_SCOPE");
+        let value: Value =
+            serde_json::from_str(&error_response(Some("5"), &MethodError::new(ErrorCode::NotFound, "gone"))).unwrap();
+        assert_eq!((value["error"]["code"].as_str(), value["error"].get("retryable")), (Some("NOT_FOUND"), None));
+        assert_eq!(ErrorCode::Conflict.as_str(), "CONFLICT");
         let value: Value = serde_json::from_str(&event("tick", json!({"ts": 1}), 3)).unwrap();
         assert_eq!((value["type"].as_str(), value["seq"].as_u64()), (Some("event"), Some(3)));
     }

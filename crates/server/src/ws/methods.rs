@@ -26,10 +26,14 @@ const METHODS: &[(&str, Access)] = &[
     ("sessions.subscribe", Access::Read),
     ("sessions.reset", Access::Write),
     ("cron.list", Access::Read),
+    ("cron.get", Access::Read),
+    ("cron.status", Access::Read),
     ("cron.add", Access::Write),
     ("cron.remove", Access::Write),
     ("cron.pause", Access::Write),
     ("cron.resume", Access::Write),
+    ("cron.update", Access::Write),
+    ("cron.run", Access::Write),
     ("config.get", Access::Read),
     ("models.list", Access::Read),
     ("agents.list", Access::Read),
@@ -63,14 +67,6 @@ pub(super) fn access(method: &str) -> Option<Access> {
 
 fn internal(error: impl std::fmt::Display) -> MethodError {
     MethodError::new(ErrorCode::Internal, error.to_string())
-}
-
-fn scheduler_missing(method: &str) -> MethodError {
-    MethodError::new(
-        ErrorCode::Unavailable,
-        format!("`{method}` needs the scheduler, which this gateway does not run yet; cron jobs are not available"),
-    )
-    .with_details(json!({"code": "SCHEDULER_UNAVAILABLE"}))
 }
 
 /// The session a request names: `sessionKey`, else the agent's main session.
@@ -113,7 +109,8 @@ pub(super) async fn call(
             Ok(key) => gateway.runner.reset(&key).await.map(|()| json!({"ok": true, "key": key})).map_err(internal),
             Err(error) => Err(error),
         },
-        "cron.list" | "cron.add" | "cron.remove" | "cron.pause" | "cron.resume" => Err(scheduler_missing(method)),
+        "cron.list" | "cron.get" | "cron.status" | "cron.add" | "cron.remove" | "cron.pause" | "cron.resume"
+        | "cron.update" | "cron.run" => super::cron::call(gateway.services.jobs.as_ref(), method, params).await,
         "config.get" => Ok(json!({"config": gateway.services.config})),
         "models.list" => Ok(json!({"models": gateway.models.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()})),
         "agents.list" => {

@@ -1,5 +1,6 @@
-//! `squidbot cron list|add|remove|pause|resume`: scheduled jobs, straight in the
-//! database so they work whether or not a gateway runs.
+//! `squidbot cron list|add|remove|pause|resume|run`: scheduled jobs, straight in the
+//! database so they work whether or not a gateway runs (a running gateway picks changes
+//! up within a second); `run` asks the running gateway, else runs the job here.
 
 use anyhow::{Context, Result};
 use jiff::Timestamp;
@@ -11,6 +12,7 @@ use squidbot_core::jobs::{
 };
 use squidbot_store::SqliteJobStore;
 
+use super::gateway_client::{GatewayClient, payload};
 use crate::cli::{CronAction, CronAddArgs};
 use crate::wiring::{Environment, OWNER_CONTEXT};
 
@@ -32,7 +34,23 @@ pub async fn run(environment: &Environment, action: CronAction) -> Result<()> {
             Ok(())
         }
         CronAction::Resume { id } => resume(&store, &id).await,
+        CronAction::Run { id } => run_now(environment, &store, &id).await,
     }
+}
+
+/// Runs job `id` now: in the running gateway when there is one, else in this process
+/// with the reply printed; the outcome is recorded like a scheduled run's.
+async fn run_now(environment: &Environment, store: &SqliteJobStore, id: &str) -> Result<()> {
+    let job = find(store, id).await?;
+    if let Some(mut client) = GatewayClient::connect(&environment.config().gateway).await? {
+        let response = client.call("cron.run", serde_json::json!({"id": id})).await;
+        client.close().await;
+        payload(response?, &format!("run job {id}"))?;
+        println!("started job {id} ({}) in the running gateway; its reply goes where the job's replies go", job.name);
+        return Ok(());
+    }
+    eprintln!("no gateway is running: running job {id} ({}) here", job.name);
+    crate::jobs::run_here(environment, store, &job).await
 }
 
 async fn add(store: &SqliteJobStore, arguments: CronAddArgs, default_zone: &str) -> Result<()> {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use squidbot_core::events::EventHub;
 use squidbot_core::runs::Runner;
-use squidbot_server::{Auth, Gateway, Services};
+use squidbot_core::scheduler::JobControl;
+use squidbot_server::{Auth, Gateway, JobServices, Services};
 use squidbot_types::Secret;
 use squidbot_types::config::GatewayAuthMode;
 use tokio_util::sync::CancellationToken;
@@ -113,7 +114,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
             serde_json::json!({"name": info.name, "kind": format!("{:?}", info.kind), "api_base": info.api_base})
         })
         .collect();
-    let services = Services {
+    let mut services = Services {
         memories: Some(Arc::new(environment.memories()?)),
         documents: Some(environment.documents()),
         memory_context: crate::wiring::OWNER_CONTEXT.to_owned(),
@@ -122,21 +123,37 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         config: serde_json::to_value(environment.config()).unwrap_or_default(),
         skills: Some(skill_lister(environment)),
         bus: Some(environment.bus()?),
+        jobs: None,
     };
-    let runner = Runner::new(agent, EventHub::new());
-    let gateway = Gateway::new(runner, auth, models, services);
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
         .await
         .with_context(|| format!("can't listen on {address}:{port}"))?;
+    let runner = Runner::new(agent, EventHub::new());
+    let shutdown = CancellationToken::new();
+    let scheduler = crate::jobs::start(environment, &runner, shutdown.clone()).await?;
+    services.jobs = Some(JobServices {
+        store: match &scheduler {
+            Some(running) => running.store.clone(),
+            None => Arc::new(squidbot_store::SqliteJobStore::new(environment.database()?)),
+        },
+        control: scheduler.as_ref().map(|running| Arc::new(running.handle.clone()) as Arc<dyn JobControl>),
+        owner_context: crate::wiring::OWNER_CONTEXT.to_owned(),
+        default_zone: environment.job_zone(),
+    });
+    let gateway = Gateway::new(runner, auth, models, services);
     let local = listener.local_addr()?;
     println!("listening on http://{local}");
-    let shutdown = CancellationToken::new();
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
         signals.cancel();
     });
-    squidbot_server::run(listener, gateway, shutdown).await.context("the gateway stopped")?;
+    let served = squidbot_server::run(listener, gateway, shutdown.clone()).await;
+    shutdown.cancel();
+    if let Some(scheduler) = scheduler {
+        scheduler.stopped().await;
+    }
+    served.context("the gateway stopped")?;
     eprintln!("gateway stopped");
     Ok(())
 }

@@ -150,3 +150,12 @@ impl GatewayClient {
         }
     }
 }
+
+/// The payload of a successful `res` frame, or the gateway's reason as the error.
+pub fn payload(response: Value, action: &str) -> Result<Value> {
+    if response["ok"] == true {
+        return Ok(response["payload"].clone());
+    }
+    let message = response["error"]["message"].as_str().unwrap_or("refused").to_owned();
+    Err(anyhow!("can't {action}: {message}"))
+}

@@ -1,10 +1,10 @@
 //! `squidbot workers list|cancel`: the assistant's sub-agents as the running gateway
 //! knows them (they live inside it), through its `workers.list` / `workers.cancel` methods.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::gateway_client::{GatewayClient, gateway_address};
+use super::gateway_client::{GatewayClient, gateway_address, payload};
 use crate::cli::WorkersAction;
 use crate::wiring::Environment;
 
@@ -23,15 +23,6 @@ pub async fn run(environment: &Environment, action: &WorkersAction) -> Result<()
     };
     client.close().await;
     outcome
-}
-
-/// The payload of a successful response, or the gateway's reason as the error.
-fn payload(response: Value, action: &str) -> Result<Value> {
-    if response["ok"] == true {
-        return Ok(response["payload"].clone());
-    }
-    let message = response["error"]["message"].as_str().unwrap_or("refused").to_owned();
-    Err(anyhow!("can't {action}: {message}"))
 }
 
 async fn list(client: &mut GatewayClient, as_json: bool) -> Result<()> {

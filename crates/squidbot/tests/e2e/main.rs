@@ -18,6 +18,7 @@ mod openclaw;
 mod protocol;
 mod repl;
 mod sandbox;
+mod scheduler;
 mod skills;
 mod web;
 mod web_ui;

@@ -294,25 +294,108 @@ def check_skills(browser):
     browser.screenshot("05-skills.png")
 
 
-def check_cron(browser):
-    state = browser.open_panel("cron", settled_states=("loaded", "unavailable"))
+# Read in one script call: the panel re-renders its rows every 10 s, so elements found
+# one by one could go stale between reads.
+CRON_ROWS_SCRIPT = """
+return Array.from(document.querySelectorAll('#cron-rows [data-testid="cron-job"]')).map((row) => {
+  const cell = (name) => row.querySelector('.' + name).textContent;
+  return {
+    id: row.dataset.id, kind: row.dataset.kind, status: row.dataset.status, name: cell('cron-name'),
+    next: cell('cron-next'), timezone: cell('cron-timezone'), statusText: cell('cron-status'),
+    toggle: row.querySelector('[data-testid="cron-toggle"]').textContent,
+    removable: Boolean(row.querySelector('[data-testid="cron-remove"]')),
+  };
+});
+"""
+
+
+def cron_rows(browser):
+    return browser.driver.execute_script(CRON_ROWS_SCRIPT)
+
+
+def cron_row(browser, name):
+    return next((row for row in cron_rows(browser) if row["name"] == name), None)
+
+
+def click_in_cron_row(browser, job_id, testid):
+    selector = f'#cron-rows [data-id="{job_id}"] [data-testid="{testid}"]'
+    # A stale element (the rows were re-rendered) is retried by `wait`.
+    browser.wait(f"{selector} to be clicked", lambda d: d.find_element(By.CSS_SELECTOR, selector).click() or True)
+
+
+def check_cron_unavailable(browser):
     message = browser.element("cron-message")
+    check(message.is_displayed(), "cron is unavailable but no message is shown")
+    detail = message.text.removeprefix("Cron is unavailable:").strip()
+    check(detail, f"cron unavailable message has no reason: {message.text!r}")
+    check(not browser.element("cron-add-section").is_displayed(), "the add form shows without a scheduler")
+    print(f"ok: cron panel shows {message.text!r}")
+
+
+def add_cron_job(browser, name, schedule, timezone):
+    browser.fill("cron-new-name", name)
+    browser.fill("cron-new-schedule", schedule)
+    browser.fill("cron-new-tz", timezone)
+    browser.fill("cron-new-message", f"Remind me about {name}")
+    browser.click("cron-add")
+
+
+def toggle_cron_job(browser, job, button, status):
+    check(job["toggle"] == button, f"job {job['name']!r} offers {job['toggle']!r}, expected {button!r}")
+    click_in_cron_row(browser, job["id"], "cron-toggle")
+
+    def changed(_):
+        row = cron_row(browser, job["name"])
+        return row if row and row["status"] == status else None
+
+    row = browser.wait(f"job {job['name']!r} to become {status}", changed)
+    check(row["statusText"] == status, f"the status cell says {row['statusText']!r}")
+    check(not browser.element("cron-action-error").is_displayed(), browser.element("cron-action-error").text)
+    return row
+
+
+def check_cron(browser, stamp, require_scheduler):
+    state = browser.open_panel("cron", settled_states=("loaded", "unavailable"))
     if state == "unavailable":
-        check(message.is_displayed(), "cron is unavailable but no message is shown")
-        detail = message.text.removeprefix("Cron is unavailable:").strip()
-        check(detail, f"cron unavailable message has no reason: {message.text!r}")
-        print(f"ok: cron panel shows {message.text!r}")
-    else:
-        jobs = browser.driver.find_elements(By.CSS_SELECTOR, '#cron-rows [data-testid="cron-job"]')
-        if jobs:
-            check(browser.element("cron-table").is_displayed(), "cron jobs exist but the table is hidden")
-            nexts = [job.find_element(By.CLASS_NAME, "cron-next").text for job in jobs]
-            check(all(nexts), f"a cron job has no next-run cell text: {nexts}")
-            print(f"ok: cron table with {len(jobs)} jobs")
-        else:
-            check(message.text == "No cron jobs.", f"empty cron panel says {message.text!r}")
-            print("ok: cron panel says no jobs")
+        check(not require_scheduler, f"the scheduler should run: {browser.element('cron-message').text!r}")
+        check_cron_unavailable(browser)
+        browser.screenshot("06-cron.png")
+        return
+    placeholder = browser.element("cron-new-tz").get_attribute("placeholder")
+    check(placeholder.startswith("Timezone (default "), f"the zone field does not name the default: {placeholder!r}")
+
+    name = f"browser check {stamp}"
+    add_cron_job(browser, name, "fortnightly", "")
+    error = browser.wait_visible("cron-add-error").text
+    check("can't parse schedule \"fortnightly\"" in error, f"a bad schedule shows {error!r}")
+    check(cron_row(browser, name) is None, "a job with a bad schedule was added")
+    print(f"ok: a bad schedule is refused inline: {error!r}")
+
+    add_cron_job(browser, name, "daily 09:00", "Europe/Berlin")
+    job = browser.wait(f"the new job {name!r} to be listed", lambda d: cron_row(browser, name))
+    browser.wait("the add error to clear", lambda d: not browser.element("cron-add-error").is_displayed())
+    check(re.fullmatch(r"\d{4}-\d\d-\d\d 09:00", job["next"]), f"the new job's next run is {job['next']!r}")
+    check(job["timezone"] == "Europe/Berlin", f"the new job's timezone is {job['timezone']!r}")
+    check((job["kind"], job["status"]) == ("user", "active"), f"the new job is a {job['kind']} job, {job['status']}")
+    check(browser.element("cron-new-name").get_attribute("value") == "", "the form kept the added job's name")
+    print(f"ok: cron job added from the form, next run {job['next']}")
+
+    for row in cron_rows(browser):
+        offers = "offers" if row["removable"] else "lacks"
+        check(row["removable"] == (row["kind"] == "user"), f"the {row['kind']} job {row['name']!r} {offers} Remove")
+
+    job = toggle_cron_job(browser, job, "Pause", "paused")
+    print("ok: Pause paused the job")
+    job = toggle_cron_job(browser, job, "Resume", "active")
+    check(re.fullmatch(r"\d{4}-\d\d-\d\d 09:00", job["next"]), f"the resumed job's next run is {job['next']!r}")
+    summary = browser.element("cron-summary").text
+    check(re.match(r"\d+ jobs? · \d+ active", summary), f"cron summary {summary!r}")
+    print(f"ok: Resume made the job active again, next run {job['next']}; {summary}")
     browser.screenshot("06-cron.png")
+
+    click_in_cron_row(browser, job["id"], "cron-remove")
+    browser.wait(f"the removed job {name!r} to disappear", lambda d: cron_row(browser, name) is None)
+    print("ok: Remove deleted the job")
 
 
 def check_status(browser):
@@ -369,7 +452,7 @@ def run(browser, args):
     check_sessions(browser, args.session, message, args.expect_reply)
     check_memory(browser, stamp)
     check_skills(browser)
-    check_cron(browser)
+    check_cron(browser, stamp, args.expect_cron)
     check_status(browser)
     check_remembered_login(browser)
     errors = console_errors(browser.driver)
@@ -388,6 +471,7 @@ def main():
     parser.add_argument("--message", help="chat message to send (default: a unique greeting)")
     parser.add_argument("--session", default="agent:main:main", help="session key the chat uses")
     parser.add_argument("--expect-tool", help="tool name whose activity must show in the chat")
+    parser.add_argument("--expect-cron", action="store_true", help="the scheduler runs: add, pause and resume a job")
     parser.add_argument("--stop-message", help="also send this message and press Stop while it streams")
     parser.add_argument("--reply-timeout", type=float, default=60, help="seconds to wait for the reply")
     parser.add_argument("--timeout", type=float, default=15, help="seconds to wait for any other UI change")

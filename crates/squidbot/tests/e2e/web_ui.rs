@@ -1,6 +1,7 @@
 //! The web UI in real headless Chromium, driven by Selenium (`web_ui.py`): log in, chat
-//! with a streamed reply and a tool call, stop a running reply, open every panel, and a
-//! refused login. Screenshots land in `target/artifacts/web-ui/`. scripts/test installs
+//! with a streamed reply and a tool call, stop a running reply, open every panel, add a
+//! cron job from the Cron panel's form and pause, resume and remove it, and a refused
+//! login. Screenshots land in `target/artifacts/web-ui/`. scripts/test installs
 //! Chromium, chromedriver and Selenium and names the Python in `SQUIDBOT_TEST_PYTHON`.
 
 use std::path::PathBuf;
@@ -35,6 +36,7 @@ async fn the_web_ui_works_in_headless_chromium() {
         .arg(&screenshots)
         .args(["--expect-reply", "the browser sees this reply", "--expect-tool", "list_dir"])
         .args(["--stop-message", "tell me a very long story"])
+        .arg("--expect-cron")
         .kill_on_drop(true)
         .output();
     let output =

@@ -46,7 +46,9 @@ fn a_schema_two_database_gains_the_journal() {
     drop(Database::open(&path).unwrap());
     let connection = rusqlite::Connection::open(&path).unwrap();
     // Later migrations' tables go too, so the file looks like schema 2 again.
-    connection.execute_batch("DROP TABLE jobs; DROP TABLE bus_messages; PRAGMA user_version = 2;").unwrap();
+    connection
+        .execute_batch("DROP TABLE job_revision; DROP TABLE jobs; DROP TABLE bus_messages; PRAGMA user_version = 2;")
+        .unwrap();
     drop(connection);
     let journal = SqliteBusJournal::new(Database::open(&path).unwrap());
     journal.append(&entry(Some(2), "delivered.verified", "c")).unwrap();

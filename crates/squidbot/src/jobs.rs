@@ -1,0 +1,592 @@
+//! Running scheduled jobs in this process: the [`JobExecutor`] that turns a due job into
+//! a turn (the assistant for user jobs, the heartbeat role for heartbeats, housekeeping
+//! for system jobs) and delivers or drops the reply; HEARTBEAT.md kept in step with its
+//! heartbeat jobs; squidbot's own housekeeping installed as system jobs.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+use jiff::Timestamp;
+use squidbot_core::BoxFuture;
+use squidbot_core::clock::SystemClock;
+use squidbot_core::delegation::{DelegateRequest, Delegated, Parent, Priority, WorkerState};
+use squidbot_core::events::TurnEventKind;
+use squidbot_core::heartbeat::{HeartbeatDefaults, heartbeat_jobs, heartbeat_task, is_heartbeat_ok};
+use squidbot_core::jobs::{ContextMode, DynJobStore, Job, JobKind, JobStatus, JobStore, RunOutcome, RunRecord};
+use squidbot_core::runs::{RunRequest, Runner, UserMessage};
+use squidbot_core::scheduler::{JobControl, JobExecutor, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings};
+use squidbot_store::SqliteJobStore;
+use squidbot_types::ChatMessage;
+use tokio_util::sync::CancellationToken;
+
+use crate::housekeeping::Housekeeping;
+use crate::wiring::OWNER_CONTEXT;
+
+/// The owner of system jobs.
+pub const SYSTEM_CONTEXT: &str = "system";
+
+/// The gateway's WebSocket clients and web UI as a delivery channel (turns from there
+/// have the origin `openclaw`, the protocol's name).
+pub const GATEWAY_CHANNEL: &str = "gateway";
+
+/// The main session of the gateway, where job replies go when the gateway channel is
+/// wanted and nobody has written from it yet.
+const MAIN_SESSION: &str = "agent:main:main";
+
+/// Messages of the conversation a `session`-mode job sees, newest last.
+const HISTORY_MESSAGES: usize = 12;
+
+/// Characters kept of each of those messages.
+const HISTORY_MESSAGE_CHARS: usize = 1_000;
+
+/// The channel a turn's origin stands for.
+pub fn channel_of(origin: &str) -> &str {
+    match origin {
+        "openclaw" | "ui" => GATEWAY_CHANNEL,
+        other => other,
+    }
+}
+
+/// Where a job's reply goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Destination {
+    channel: String,
+    session_key: String,
+}
+
+/// Runs jobs for the scheduler in this process.
+pub struct JobRunner {
+    runner: Arc<Runner>,
+    housekeeping: Option<Arc<Housekeeping>>,
+    preferred_channel: Option<String>,
+    /// Channels that can take a message in this process.
+    channels: Vec<String>,
+    /// Print replies and notices instead of delivering them (`squidbot cron run` without
+    /// a gateway).
+    echo: bool,
+}
+
+impl JobRunner {
+    /// Jobs run through `runner`'s assistant (and its delegator's heartbeat role);
+    /// system jobs through `housekeeping`.
+    pub fn new(
+        runner: Arc<Runner>,
+        housekeeping: Option<Arc<Housekeeping>>,
+        preferred_channel: Option<String>,
+    ) -> Self {
+        Self {
+            runner,
+            housekeeping,
+            preferred_channel,
+            channels: vec![GATEWAY_CHANNEL.to_owned(), "openai".to_owned()],
+            echo: false,
+        }
+    }
+
+    /// The same runner printing replies and notices to standard output.
+    pub fn printing(mut self) -> Self {
+        self.echo = true;
+        self
+    }
+
+    /// Where a message for the owner of `job` goes: the job's channel, the preferred
+    /// channel, or the last active one; `None` when none is known.
+    fn destination(&self, job: &Job) -> Option<Destination> {
+        let last = self.runner.last_active();
+        let wanted = job.channel.as_deref().or(self.preferred_channel.as_deref());
+        if let Some(wanted) = wanted {
+            if self.channels.iter().any(|channel| channel == wanted) {
+                let session_key = last
+                    .as_ref()
+                    .filter(|last| channel_of(&last.origin) == wanted)
+                    .map(|last| last.session_key.clone())
+                    .or_else(|| (wanted == GATEWAY_CHANNEL).then(|| MAIN_SESSION.to_owned()));
+                if let Some(session_key) = session_key {
+                    return Some(Destination { channel: wanted.to_owned(), session_key });
+                }
+                tracing::warn!(job = %job.id, channel = wanted, "nobody has written from this channel yet; using the last active one");
+            } else {
+                tracing::warn!(
+                    job = %job.id,
+                    channel = wanted,
+                    "the job's channel is not running here; using the last active one"
+                );
+            }
+        }
+        last.map(|last| Destination { channel: channel_of(&last.origin).to_owned(), session_key: last.session_key })
+    }
+
+    fn deliver(&self, job: &Job, destination: &Destination, text: &str) {
+        tracing::info!(job = %job.id, name = %job.name, channel = %destination.channel, session = %destination.session_key, "job reply delivered");
+        self.runner.post_user_message(UserMessage {
+            session_key: destination.session_key.clone(),
+            message_id: format!("job-{}-{}", job.id, unix_ms()),
+            from: "scheduler".to_owned(),
+            role: job.kind.as_str().to_owned(),
+            priority: "normal".to_owned(),
+            text: text.to_owned(),
+            correlation_id: squidbot_core::ids::correlation_id(),
+        });
+    }
+
+    /// The last messages of the destination's conversation, as text for the job's prompt.
+    async fn recent_history(&self, destination: Option<&Destination>) -> Option<String> {
+        let destination = destination?;
+        let session = self.runner.session(&destination.session_key).await.ok()?;
+        let history = session.lock().await.history();
+        let lines: Vec<String> = history
+            .iter()
+            .filter_map(|message| match message {
+                ChatMessage::User { content } => Some(("user", content)),
+                ChatMessage::Assistant { content, .. } if !content.is_empty() => Some(("assistant", content)),
+                _ => None,
+            })
+            .map(|(role, text)| {
+                format!("{role}: {}", squidbot_core::text::truncate_output(text, HISTORY_MESSAGE_CHARS))
+            })
+            .collect();
+        let start = lines.len().saturating_sub(HISTORY_MESSAGES);
+        (start < lines.len()).then(|| lines[start..].join("\n"))
+    }
+
+    async fn run_turn(&self, job: &Job, input: String) -> Result<String, String> {
+        let request = RunRequest {
+            session_key: format!("job:{}:{}", job.id, unix_ms()),
+            input,
+            origin: "job".to_owned(),
+            run_id: None,
+            correlation_id: None,
+        };
+        let mut handle = self.runner.start(request).map_err(|error| format!("can't start the turn: {error}"))?;
+        while let Some(event) = handle.events.recv().await {
+            match &event.kind {
+                TurnEventKind::Finished { reply, .. } => return Ok(reply.clone()),
+                TurnEventKind::Failed { error, .. } => return Err(error.clone()),
+                TurnEventKind::Aborted { .. } => return Err("the turn was stopped".to_owned()),
+                _ => {}
+            }
+        }
+        Err("the turn ended without a result".to_owned())
+    }
+
+    async fn run_heartbeat(&self, job: &Job, context: Option<String>) -> Result<String, String> {
+        let task = heartbeat_task(&job.name, &job.message);
+        let Some(delegation) =
+            self.runner.agent().delegation().filter(|delegation| delegation.role("heartbeat").is_some())
+        else {
+            let input = match context {
+                Some(context) => format!("{task}\n\nRecent conversation:\n{context}"),
+                None => task,
+            };
+            return self.run_turn(job, input).await;
+        };
+        let request = DelegateRequest {
+            role: "heartbeat".to_owned(),
+            task,
+            context,
+            response_format: None,
+            priority: Priority::Normal,
+        };
+        let parent = Parent {
+            session_key: format!("job:{}", job.id),
+            context: job.owner_context.clone(),
+            correlation_id: squidbot_core::ids::correlation_id(),
+            cancel: CancellationToken::new(),
+        };
+        match delegation.delegate(request, &parent).await {
+            Ok(Delegated::Finished(report)) if report.state == WorkerState::Done => Ok(report.result),
+            Ok(Delegated::Finished(report)) => {
+                Err(format!("the heartbeat worker {}: {}", report.state.as_str(), report.result))
+            }
+            Ok(Delegated::Started(worker)) => {
+                Err(format!("the heartbeat worker {} was started in the background", worker.id))
+            }
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    async fn run_conversational(&self, job: &Job) -> Result<(), String> {
+        let destination = self.destination(job);
+        let context = match job.context_mode {
+            ContextMode::Session => self.recent_history(destination.as_ref()).await,
+            ContextMode::Isolated | ContextMode::Silent => None,
+        };
+        let reply = match job.kind {
+            JobKind::Heartbeat => self.run_heartbeat(job, context).await?,
+            JobKind::User | JobKind::System => {
+                let input = match context {
+                    Some(context) => format!(
+                        "{}\n\n(Scheduled job \"{}\". Recent conversation with the user:\n{context})",
+                        job.message, job.name
+                    ),
+                    None => job.message.clone(),
+                };
+                self.run_turn(job, input).await?
+            }
+        };
+        if is_heartbeat_ok(&reply) {
+            tracing::debug!(job = %job.id, name = %job.name, "HEARTBEAT_OK: nothing to deliver");
+            if self.echo {
+                eprintln!("the job answered HEARTBEAT_OK: nothing to report (a scheduled run delivers nothing)");
+            }
+            return Ok(());
+        }
+        if self.echo {
+            println!("{reply}");
+            return Ok(());
+        }
+        if reply.trim().is_empty() {
+            tracing::info!(job = %job.id, name = %job.name, "the job's turn gave no reply; nothing to deliver");
+            return Ok(());
+        }
+        if job.context_mode == ContextMode::Silent {
+            tracing::info!(job = %job.id, name = %job.name, reply = %reply, "silent job: reply not delivered");
+            return Ok(());
+        }
+        match destination {
+            Some(destination) => self.deliver(job, &destination, &format!("[{}] {reply}", job.name)),
+            None => tracing::info!(
+                job = %job.id,
+                name = %job.name,
+                reply = %reply,
+                "no channel to deliver the job's reply to (nobody has written yet and no scheduler.preferred_channel)"
+            ),
+        }
+        Ok(())
+    }
+}
+
+impl JobExecutor for JobRunner {
+    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            tracing::info!(job = %job.id, name = %job.name, kind = job.kind.as_str(), ?trigger, "job runs");
+            match job.kind {
+                JobKind::System => match &self.housekeeping {
+                    Some(housekeeping) => housekeeping.run_job(&job.name).await.map(|line| {
+                        tracing::info!(job = %job.id, name = %job.name, "{line}");
+                    }),
+                    None => Err("housekeeping is not available in this process".to_owned()),
+                },
+                JobKind::User | JobKind::Heartbeat => self.run_conversational(job).await,
+            }
+        })
+    }
+
+    fn notify_owner<'a>(&'a self, job: &'a Job, notice: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if self.echo {
+                eprintln!("{notice}");
+                return;
+            }
+            match (job.kind, self.destination(job)) {
+                (JobKind::User | JobKind::Heartbeat, Some(destination)) => self.deliver(job, &destination, notice),
+                _ => tracing::warn!(job = %job.id, name = %job.name, "{notice}"),
+            }
+        })
+    }
+}
+
+/// Runs `job` once in this process (no gateway runs): replies are printed, the outcome
+/// is recorded and counted like a scheduled run's, and the job is paused after too many
+/// failures in a row.
+pub async fn run_here(environment: &crate::wiring::Environment, store: &SqliteJobStore, job: &Job) -> Result<()> {
+    let agent = environment.ready_assistant(None, false, "cli")?;
+    let runner = Runner::new(Arc::new(agent), squidbot_core::events::EventHub::new());
+    let housekeeping = match job.kind {
+        JobKind::System => Some(Arc::new(environment.housekeeping()?)),
+        JobKind::User | JobKind::Heartbeat => None,
+    };
+    let executor = JobRunner::new(runner.clone(), housekeeping, None).printing();
+    let outcome = executor.execute(job, RunTrigger::Manual).await;
+    runner.drain().await;
+    let record = RunRecord {
+        at: unix_ms(),
+        outcome: match &outcome {
+            Ok(()) => RunOutcome::Succeeded,
+            Err(reason) => RunOutcome::Failed { reason: reason.clone() },
+        },
+    };
+    let failures = store.record_run(&job.id, &record).await?;
+    let limit = environment.config().scheduler.max_consecutive_failures;
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(reason) if limit > 0 && failures >= limit => {
+            let current = store.get(&job.id).await?.and_then(|job| job.next_run);
+            store.set_status(&job.id, JobStatus::Paused, current).await?;
+            anyhow::bail!(
+                "job {} failed: {reason}; that is {failures} failures in a row, so it is paused now (`squidbot cron resume {}` schedules it again)",
+                job.id,
+                job.id
+            )
+        }
+        Err(reason) => anyhow::bail!("job {} failed: {reason} ({failures} in a row)", job.id),
+    }
+}
+
+/// The system jobs and how often they run.
+pub fn system_jobs(bulletin_every: Duration, now: Timestamp) -> Vec<Job> {
+    let bulletin = squidbot_core::schedule::Interval::new(bulletin_every.as_secs().max(60)).map_or_else(
+        || "every 1h".to_owned(),
+        |interval| squidbot_core::schedule::Schedule::Every(interval).to_string(),
+    );
+    [
+        ("ttl_expiry", "every 10m", "Delete memories past their time to live."),
+        ("vector_backfill", "every 10m", "Embed memories saved without a vector."),
+        ("archive_idle", "every 10m", "Archive idle sessions after extracting their memories."),
+        ("memory_bulletin", bulletin.as_str(), "Refresh the memory bulletin."),
+    ]
+    .into_iter()
+    .map(|(name, schedule, message)| Job {
+        id: format!("sys-{}", name.replace('_', "-")),
+        kind: JobKind::System,
+        name: name.to_owned(),
+        schedule: schedule.to_owned(),
+        timezone: "UTC".to_owned(),
+        message: message.to_owned(),
+        channel: None,
+        context_mode: ContextMode::Silent,
+        owner_context: SYSTEM_CONTEXT.to_owned(),
+        status: JobStatus::Active,
+        next_run: None,
+        last_run: None,
+        last_error: None,
+        consecutive_failures: 0,
+        created: now.as_millisecond(),
+        source_hash: None,
+        seed: None,
+        active_hours: None,
+    })
+    .collect()
+}
+
+/// Writes the system jobs into the table, keeping the state (status, runs, failures) of
+/// those already there with the same schedule; a new one is first due a minute from now.
+pub async fn install_system_jobs(store: &dyn DynJobStore, bulletin_every: Duration) -> Result<()> {
+    let now = Timestamp::now();
+    let existing = store.list_boxed().await?;
+    let mut jobs = system_jobs(bulletin_every, now);
+    for job in &mut jobs {
+        match existing.iter().find(|old| old.id == job.id && old.schedule == job.schedule) {
+            Some(old) => {
+                job.status = old.status;
+                job.next_run = old.next_run;
+                job.last_run = old.last_run;
+                job.last_error = old.last_error.clone();
+                job.consecutive_failures = old.consecutive_failures;
+                job.created = old.created;
+            }
+            None => job.next_run = Some(now.as_millisecond() + 60_000),
+        }
+    }
+    store.replace_generated_boxed(JobKind::System, SYSTEM_CONTEXT, &jobs).await?;
+    Ok(())
+}
+
+/// Keeps the heartbeat jobs of the owner in step with HEARTBEAT.md: regenerated when the
+/// file's content hash differs from the one the jobs were made from, removed with the file.
+pub struct HeartbeatSync {
+    store: Arc<dyn DynJobStore>,
+    path: std::path::PathBuf,
+    context: String,
+    every: String,
+    timezone: String,
+    active_hours: Option<String>,
+    default_context: ContextMode,
+    enabled: bool,
+    /// The (modified time, length) last looked at, so an unchanged file is not re-read.
+    seen: Option<(SystemTime, u64)>,
+    /// The hash of the last file that could not be used, so its warning is logged once.
+    refused: Option<String>,
+}
+
+impl HeartbeatSync {
+    /// A sync of `workspace`/HEARTBEAT.md for the owner with `[scheduler]` settings.
+    pub fn new(
+        store: Arc<dyn DynJobStore>,
+        workspace: &std::path::Path,
+        config: &squidbot_types::config::SchedulerConfig,
+        timezone: String,
+    ) -> Self {
+        Self {
+            store,
+            path: workspace.join("HEARTBEAT.md"),
+            context: OWNER_CONTEXT.to_owned(),
+            every: config.heartbeat.every.clone(),
+            timezone,
+            active_hours: config.heartbeat.active_hours.clone(),
+            default_context: ContextMode::parse(&config.heartbeat.context).unwrap_or(ContextMode::Session),
+            enabled: config.heartbeat.enabled,
+            seen: None,
+            refused: None,
+        }
+    }
+
+    /// Looks at the file and regenerates the jobs if it changed; returns whether the
+    /// job table was changed. Problems are logged, never fatal.
+    pub async fn check(&mut self) -> bool {
+        match self.try_check().await {
+            Ok(changed) => changed,
+            Err(error) => {
+                tracing::warn!("can't sync HEARTBEAT.md with its jobs: {error:#}");
+                false
+            }
+        }
+    }
+
+    async fn try_check(&mut self) -> Result<bool> {
+        let stamp = match std::fs::metadata(&self.path) {
+            Ok(metadata) if metadata.len() > squidbot_core::heartbeat::MAX_FILE_BYTES as u64 => {
+                let stamp = (metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH), metadata.len());
+                if self.seen != Some(stamp) {
+                    tracing::warn!(
+                        path = %self.path.display(),
+                        bytes = metadata.len(),
+                        "HEARTBEAT.md is over {} bytes; its heartbeat jobs stay as they were",
+                        squidbot_core::heartbeat::MAX_FILE_BYTES
+                    );
+                    self.seen = Some(stamp);
+                }
+                return Ok(false);
+            }
+            Ok(metadata) => Some((metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH), metadata.len())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => return Err(error).with_context(|| format!("can't read {}", self.path.display())),
+        };
+        if stamp.is_some() && stamp == self.seen {
+            return Ok(false);
+        }
+        let current: Vec<Job> = self
+            .store
+            .list_boxed()
+            .await?
+            .into_iter()
+            .filter(|job| job.kind == JobKind::Heartbeat && job.owner_context == self.context)
+            .collect();
+        let text = match stamp {
+            Some(_) if self.enabled => Some(read_lossy(&self.path)?),
+            _ => None,
+        };
+        self.seen = stamp;
+        let Some(text) = text else {
+            if current.is_empty() {
+                return Ok(false);
+            }
+            tracing::info!(path = %self.path.display(), "HEARTBEAT.md is gone or heartbeats are off: removing its jobs");
+            self.store.replace_generated_boxed(JobKind::Heartbeat, &self.context, &[]).await?;
+            return Ok(true);
+        };
+        let hash = squidbot_core::heartbeat::content_hash(&text);
+        if !current.is_empty() && current.iter().all(|job| job.source_hash.as_deref() == Some(hash.as_str())) {
+            return Ok(false);
+        }
+        let defaults = HeartbeatDefaults {
+            every: &self.every,
+            timezone: &self.timezone,
+            active_hours: self.active_hours.as_deref(),
+            context: self.default_context,
+        };
+        let made = match heartbeat_jobs(&self.context, &text, &defaults, &current, Timestamp::now()) {
+            Ok(made) => made,
+            Err(error) => {
+                if self.refused.as_deref() != Some(hash.as_str()) {
+                    tracing::warn!(path = %self.path.display(), "{error}; its heartbeat jobs stay as they were");
+                    self.refused = Some(hash);
+                }
+                return Ok(false);
+            }
+        };
+        for warning in &made.warnings {
+            tracing::warn!(path = %self.path.display(), "HEARTBEAT.md: {warning}");
+        }
+        if made.jobs.is_empty() && current.is_empty() {
+            tracing::info!(path = %self.path.display(), "HEARTBEAT.md asks for nothing: no heartbeat runs");
+            return Ok(false);
+        }
+        self.store.replace_generated_boxed(JobKind::Heartbeat, &self.context, &made.jobs).await?;
+        tracing::info!(path = %self.path.display(), jobs = made.jobs.len(), hash = %made.hash, "heartbeat jobs regenerated from HEARTBEAT.md");
+        Ok(true)
+    }
+}
+
+/// The file as text; bytes that aren't UTF-8 become U+FFFD (a damaged file still runs
+/// its readable sections).
+fn read_lossy(path: &std::path::Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("can't read {}", path.display()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn unix_ms() -> i64 {
+    Timestamp::now().as_millisecond()
+}
+
+/// The scheduler running in the gateway, with the loop keeping HEARTBEAT.md and its jobs
+/// in step.
+pub struct RunningScheduler {
+    /// What the gateway's `cron.*` methods use.
+    pub handle: SchedulerHandle,
+    /// The job table.
+    pub store: Arc<dyn DynJobStore>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl RunningScheduler {
+    /// Waits until the scheduler and the sync loop have stopped (after `shutdown`).
+    pub async fn stopped(self) {
+        for task in self.tasks {
+            if let Err(error) = task.await {
+                tracing::warn!(%error, "a scheduler task failed");
+            }
+        }
+    }
+}
+
+/// Starts the scheduler for the gateway (`None` when `scheduler.enabled` is false): the
+/// system jobs are installed, HEARTBEAT.md is read, and jobs run through `runner` until
+/// `shutdown`.
+pub async fn start(
+    environment: &crate::wiring::Environment,
+    runner: &Arc<Runner>,
+    shutdown: CancellationToken,
+) -> Result<Option<RunningScheduler>> {
+    let config = &environment.config().scheduler;
+    if !config.enabled {
+        tracing::info!("the scheduler is off (scheduler.enabled = false): no job runs");
+        return Ok(None);
+    }
+    let store: Arc<dyn DynJobStore> = Arc::new(SqliteJobStore::new(environment.database()?));
+    let bulletin_every = Duration::from_secs(environment.config().memory.bulletin_interval_secs);
+    install_system_jobs(store.as_ref(), bulletin_every).await.context("can't install the system jobs")?;
+    let housekeeping = match environment.housekeeping() {
+        Ok(housekeeping) => Some(Arc::new(housekeeping)),
+        Err(error) => {
+            tracing::warn!("system jobs will fail: {error:#}");
+            None
+        }
+    };
+    let executor = Arc::new(JobRunner::new(runner.clone(), housekeeping, config.preferred_channel.clone()));
+    let mut sync = HeartbeatSync::new(store.clone(), &environment.workspace(), config, environment.job_zone());
+    sync.check().await;
+    let settings =
+        SchedulerSettings { max_consecutive_failures: config.max_consecutive_failures, ..SchedulerSettings::default() };
+    let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), settings);
+    let handle = scheduler.handle();
+    let mut tasks = vec![tokio::spawn(scheduler.run(shutdown.clone()))];
+    let waker = handle.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(HEARTBEAT_FILE_POLL) => {
+                    if sync.check().await {
+                        waker.wake();
+                    }
+                }
+            }
+        }
+    }));
+    Ok(Some(RunningScheduler { handle, store, tasks }))
+}
+
+/// How often HEARTBEAT.md is looked at (a `stat`; read only when it changed).
+const HEARTBEAT_FILE_POLL: Duration = Duration::from_secs(1);
