@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
 use crate::clock::Clock;
-use crate::jobs::{DynJobStore, Job};
+use crate::jobs::{DynJobStore, Job, JobKind};
 
 /// Run-now requests waiting for the loop; senders wait when it is full.
 const REQUEST_QUEUE: usize = 32;
@@ -33,11 +33,14 @@ pub struct SchedulerSettings {
     /// longest the loop sleeps without reading the clock (so a clock jump is noticed).
     /// At least 10 ms is used.
     pub poll: Duration,
+    /// Only jobs of this kind are scheduled (the interactive REPL runs the system jobs
+    /// alone); `None` schedules every job.
+    pub only: Option<JobKind>,
 }
 
 impl Default for SchedulerSettings {
     fn default() -> Self {
-        Self { max_consecutive_failures: 3, poll: Duration::from_millis(500) }
+        Self { max_consecutive_failures: 3, poll: Duration::from_millis(500), only: None }
     }
 }
 

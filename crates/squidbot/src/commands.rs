@@ -72,8 +72,7 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         }
         Command::Maintenance => {
             let environment = Environment::load()?;
-            let housekeeping = environment.housekeeping()?;
-            for line in runtime.block_on(housekeeping.run_due()) {
+            for line in runtime.block_on(crate::jobs::run_system_jobs_now(&environment))? {
                 println!("{line}");
             }
             Ok(ExitCode::SUCCESS)

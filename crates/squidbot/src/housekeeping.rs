@@ -1,7 +1,6 @@
-//! System jobs: TTL expiry of memories, archival of idle sessions (after a memory
-//! extraction pass), the memory bulletin, and vector backfill. Each job's last run is
-//! kept in SQLite so cadences hold across restarts; the scheduler issue folds these into
-//! the one scheduler.
+//! What the system jobs do: TTL expiry of memories, archival of idle sessions (after a
+//! memory extraction pass), the memory bulletin, and vector backfill. When they run is
+//! the scheduler's business: they are rows of the job table (see `crate::jobs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use squidbot_core::provider::{CompletionRequest, DynLlmProvider, NoopSink};
 use squidbot_core::session::Session;
 use squidbot_core::store::SessionStore;
 use squidbot_core::workspace::WorkspaceFiles;
-use squidbot_store::{Bulletin, BulletinCache, JobLedger, JsonlSessionStore, SqliteSessionIndex};
+use squidbot_store::{Bulletin, BulletinCache, JsonlSessionStore, SqliteSessionIndex};
 use squidbot_types::ChatMessage;
 use squidbot_types::memory::MemoryType;
 
@@ -21,9 +20,6 @@ use crate::indexed_sessions::unix_now;
 
 /// Characters of a transcript sent for extraction at archival (the most recent part).
 const ARCHIVE_TRANSCRIPT_CHARS: usize = 60_000;
-
-/// How often the cheap jobs run.
-const MAINTENANCE_EVERY: Duration = Duration::from_secs(600);
 
 /// Everything the jobs need.
 pub struct Housekeeping {
@@ -35,8 +31,6 @@ pub struct Housekeeping {
     pub sessions: JsonlSessionStore,
     /// Bulletin cache.
     pub bulletins: BulletinCache,
-    /// Job ledger.
-    pub ledger: JobLedger,
     /// Model access.
     pub provider: Arc<dyn DynLlmProvider>,
     /// `provider/model` for extraction and bulletins.
@@ -45,8 +39,6 @@ pub struct Housekeeping {
     pub workspace: Arc<dyn WorkspaceFiles>,
     /// Idle time before archival.
     pub archive_after: Duration,
-    /// Time between bulletins.
-    pub bulletin_every: Duration,
     /// Contexts served (the owner for now).
     pub contexts: Vec<String>,
 }
@@ -59,51 +51,6 @@ pub struct Archived {
 }
 
 impl Housekeeping {
-    /// Runs every job that is due; returns a line per job run.
-    pub async fn run_due(&self) -> Vec<String> {
-        let mut report = Vec::new();
-        let jobs: [(&str, Duration); 4] = [
-            ("ttl_expiry", MAINTENANCE_EVERY),
-            ("vector_backfill", MAINTENANCE_EVERY),
-            ("archive_idle", MAINTENANCE_EVERY),
-            ("memory_bulletin", self.bulletin_every),
-        ];
-        for (name, every) in jobs {
-            let now = unix_now();
-            let due = match self.ledger.last_run(name) {
-                Ok(Some(last)) => now - last >= every.as_secs() as i64,
-                Ok(None) => true,
-                Err(error) => {
-                    tracing::warn!(%error, job = name, "can't read the job ledger");
-                    false
-                }
-            };
-            if !due {
-                continue;
-            }
-            let outcome = self.run(name).await;
-            let error = outcome.as_ref().err().map(|error| format!("{error:#}"));
-            let result = match &error {
-                Some(error) => Err(error.as_str()),
-                None => Ok(()),
-            };
-            if let Err(ledger_error) = self.ledger.record(name, now, result) {
-                tracing::warn!(error = %ledger_error, job = name, "can't record a job run");
-            }
-            match outcome {
-                Ok(line) => {
-                    tracing::info!(job = name, "{line}");
-                    report.push(format!("{name}: {line}"));
-                }
-                Err(error) => {
-                    tracing::warn!(job = name, "system job failed: {error:#}");
-                    report.push(format!("{name}: failed: {error:#}"));
-                }
-            }
-        }
-        report
-    }
-
     /// Runs the system job `name` once; returns a line saying what it did, or why it
     /// failed (for the scheduler's failure count).
     pub async fn run_job(&self, name: &str) -> Result<String, String> {

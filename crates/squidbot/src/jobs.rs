@@ -262,12 +262,7 @@ impl JobExecutor for JobRunner {
         Box::pin(async move {
             tracing::info!(job = %job.id, name = %job.name, kind = job.kind.as_str(), ?trigger, "job runs");
             match job.kind {
-                JobKind::System => match &self.housekeeping {
-                    Some(housekeeping) => housekeeping.run_job(&job.name).await.map(|line| {
-                        tracing::info!(job = %job.id, name = %job.name, "{line}");
-                    }),
-                    None => Err("housekeeping is not available in this process".to_owned()),
-                },
+                JobKind::System => run_system_job(self.housekeeping.as_deref(), job).await,
                 JobKind::User | JobKind::Heartbeat => self.run_conversational(job).await,
             }
         })
@@ -285,6 +280,86 @@ impl JobExecutor for JobRunner {
             }
         })
     }
+}
+
+/// Runs system job `job` with `housekeeping`.
+async fn run_system_job(housekeeping: Option<&Housekeeping>, job: &Job) -> Result<(), String> {
+    let Some(housekeeping) = housekeeping else {
+        return Err("housekeeping is not available in this process".to_owned());
+    };
+    let line = housekeeping.run_job(&job.name).await?;
+    tracing::info!(job = %job.id, name = %job.name, "{line}");
+    Ok(())
+}
+
+/// Runs system jobs only (the REPL's scheduler).
+struct SystemJobs(Arc<Housekeeping>);
+
+impl JobExecutor for SystemJobs {
+    fn execute<'a>(&'a self, job: &'a Job, _trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            match job.kind {
+                JobKind::System => run_system_job(Some(&self.0), job).await,
+                JobKind::User | JobKind::Heartbeat => Err("only system jobs run outside the gateway".to_owned()),
+            }
+        })
+    }
+
+    fn notify_owner<'a>(&'a self, job: &'a Job, notice: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move { tracing::warn!(job = %job.id, name = %job.name, "{notice}") })
+    }
+}
+
+/// Starts a scheduler of the system jobs alone, for a process that is not the gateway
+/// (the interactive REPL): housekeeping runs while someone chats without a gateway, and
+/// claims keep it from running a slot the gateway runs too.
+pub async fn start_system_jobs(
+    environment: &crate::wiring::Environment,
+    shutdown: CancellationToken,
+) -> Result<RunningScheduler> {
+    let config = environment.config();
+    let store: Arc<dyn DynJobStore> = Arc::new(SqliteJobStore::new(environment.database()?));
+    let bulletin_every = Duration::from_secs(config.memory.bulletin_interval_secs);
+    install_system_jobs(store.as_ref(), bulletin_every).await.context("can't install the system jobs")?;
+    let executor = Arc::new(SystemJobs(Arc::new(environment.housekeeping()?)));
+    let settings = SchedulerSettings {
+        max_consecutive_failures: config.scheduler.max_consecutive_failures,
+        only: Some(JobKind::System),
+        ..SchedulerSettings::default()
+    };
+    let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), settings);
+    let handle = scheduler.handle();
+    Ok(RunningScheduler { handle, store, tasks: vec![tokio::spawn(scheduler.run(shutdown))] })
+}
+
+/// Runs every active system job now (`squidbot maintenance`), recording each outcome;
+/// returns a line per job.
+pub async fn run_system_jobs_now(environment: &crate::wiring::Environment) -> Result<Vec<String>> {
+    let store = SqliteJobStore::new(environment.database()?);
+    let bulletin_every = Duration::from_secs(environment.config().memory.bulletin_interval_secs);
+    install_system_jobs(&store, bulletin_every).await.context("can't install the system jobs")?;
+    let housekeeping = environment.housekeeping()?;
+    let mut lines = Vec::new();
+    for job in store.list().await?.into_iter().filter(|job| job.kind == JobKind::System) {
+        if job.status == JobStatus::Paused {
+            lines.push(format!("{}: paused (`squidbot cron resume {}`)", job.name, job.id));
+            continue;
+        }
+        let outcome = housekeeping.run_job(&job.name).await;
+        let record = RunRecord {
+            at: unix_ms(),
+            outcome: match &outcome {
+                Ok(_) => RunOutcome::Succeeded,
+                Err(reason) => RunOutcome::Failed { reason: reason.clone() },
+            },
+        };
+        store.record_run(&job.id, &record).await?;
+        lines.push(match outcome {
+            Ok(line) => format!("{}: {line}", job.name),
+            Err(reason) => format!("{}: failed: {reason}", job.name),
+        });
+    }
+    Ok(lines)
 }
 
 /// Runs `job` once in this process (no gateway runs): replies are printed, the outcome

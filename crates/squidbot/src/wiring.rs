@@ -19,8 +19,8 @@ use squidbot_mcp::McpManager;
 use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
 use squidbot_skills::{SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
-    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JobLedger, JsonlSessionStore, SqliteJobStore,
-    SqliteMemoryStore, SqliteSessionIndex,
+    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JsonlSessionStore, SqliteJobStore, SqliteMemoryStore,
+    SqliteSessionIndex,
 };
 use squidbot_types::config::{Config, RoleSandbox};
 
@@ -135,13 +135,11 @@ impl Environment {
             memories: self.memories()?,
             index: SqliteSessionIndex::new(database.clone()),
             sessions: JsonlSessionStore::new(self.paths.sessions()),
-            bulletins: BulletinCache::new(database.clone()),
-            ledger: JobLedger::new(database),
+            bulletins: BulletinCache::new(database),
             provider: Arc::new(self.router()?),
             model: self.memory_model()?,
             workspace: Arc::new(FsWorkspace::new(self.workspace())),
             archive_after,
-            bulletin_every: std::time::Duration::from_secs(config.memory.bulletin_interval_secs.max(1)),
             contexts: vec![OWNER_CONTEXT.to_owned()],
         })
     }

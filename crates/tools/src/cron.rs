@@ -17,11 +17,6 @@ pub use manage::{
     CronPauseArguments, CronPauseTool, CronRemoveArguments, CronRemoveTool, CronResumeArguments, CronResumeTool,
 };
 
-/// Told with every added job until the gateway runs jobs: the model must not promise
-/// the user a reminder that this build will not deliver.
-const NOT_RUN_YET: &str = "note: this squidbot stores and lists jobs, but the scheduler that runs them is not \
-                           built yet; tell the user it will not fire until then";
-
 /// The five cron tools (`cron_add`, `cron_list`, `cron_remove`, `cron_pause`,
 /// `cron_resume`) over `store`; `default_zone` is the IANA zone of jobs added without one.
 pub fn cron_tools(store: Arc<dyn DynJobStore>, default_zone: String) -> Vec<Arc<dyn DynTool>> {

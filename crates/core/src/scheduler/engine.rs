@@ -235,7 +235,8 @@ impl Engine {
     /// missing ones dropped, unchanged ones left where they are in the queue.
     async fn apply(&mut self, jobs: Vec<Job>, now: Timestamp) {
         self.generation += 1;
-        for job in jobs {
+        let only = self.settings.only;
+        for job in jobs.into_iter().filter(|job| only.is_none_or(|kind| job.kind == kind)) {
             match self.jobs.get_mut(&job.id) {
                 Some(entry) if entry.fingerprint == fingerprint(&job) => entry.seen = self.generation,
                 Some(_) | None => self.upsert(&job, now).await,
@@ -487,8 +488,8 @@ impl Engine {
         let now = self.now();
         // Read afresh: it may have been added or edited a moment ago.
         let job = match self.store.get_boxed(id).await {
-            Ok(Some(job)) => job,
-            Ok(None) => {
+            Ok(Some(job)) if self.settings.only.is_none_or(|kind| job.kind == kind) => job,
+            Ok(_) => {
                 self.forget(id);
                 return Err(RunNowError::NotFound { id: id.to_owned() });
             }

@@ -38,8 +38,11 @@ impl Harness {
     }
 
     fn start_on(store: Arc<MemoryStore>, clock: Arc<TestClock>, poll: Duration) -> Self {
+        Self::start_with(store, clock, SchedulerSettings { max_consecutive_failures: 3, poll, only: None })
+    }
+
+    fn start_with(store: Arc<MemoryStore>, clock: Arc<TestClock>, settings: SchedulerSettings) -> Self {
         let executor = RecordingExecutor::new(Arc::clone(&clock));
-        let settings = SchedulerSettings { max_consecutive_failures: 3, poll };
         let port: Arc<dyn DynJobStore> = store.clone();
         let scheduler = Scheduler::new(port, executor.clone(), clock.clone(), settings);
         let handle = scheduler.handle();
@@ -482,4 +485,20 @@ async fn shutdown_waits_for_running_jobs_and_records_them() {
     harness.task.await.unwrap();
     assert_eq!(harness.store.job("slow").last_run, Some(base + minutes(1)));
     assert_eq!(harness.executor.runs().len(), 1, "nothing dispatched after shutdown");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scheduler_for_one_kind_leaves_the_other_jobs_alone() {
+    let base = ms(BASE);
+    let mut housekeeping = job("sys", "every 1m", base - 30_000, Some(base + 10_000));
+    housekeeping.kind = JobKind::System;
+    let reminder = job("user", "every 1m", base - 30_000, Some(base + 10_000));
+    let settings = SchedulerSettings { only: Some(JobKind::System), ..SchedulerSettings::default() };
+    let harness = Harness::start_with(MemoryStore::with([housekeeping, reminder]), TestClock::new(BASE), settings);
+    advance(20_000).await;
+    assert_eq!(harness.executor.run_times("sys"), [base + 10_000]);
+    assert!(harness.executor.run_times("user").is_empty());
+    assert_eq!(harness.store.job("user").next_run, Some(base + 10_000), "not claimed either");
+    assert_eq!(harness.handle.run_now("user").await, Err(RunNowError::NotFound { id: "user".into() }));
+    harness.stop().await;
 }

@@ -91,28 +91,19 @@ impl squidbot_core::delegation::BackgroundSink for TerminalSink {
     }
 }
 
-/// Runs due system jobs now and every minute until `stop`.
+/// Runs the system jobs while the REPL is open, until `stop`.
 fn start_housekeeping(
     environment: &Environment,
     runtime: &tokio::runtime::Runtime,
     stop: CancellationToken,
-) -> Option<tokio::task::JoinHandle<()>> {
-    let housekeeping = match environment.housekeeping() {
-        Ok(housekeeping) => housekeeping,
+) -> Option<crate::jobs::RunningScheduler> {
+    match runtime.block_on(crate::jobs::start_system_jobs(environment, stop)) {
+        Ok(running) => Some(running),
         Err(error) => {
             eprintln!("warning: system jobs are off: {error:#}");
-            return None;
+            None
         }
-    };
-    Some(runtime.spawn(async move {
-        loop {
-            housekeeping.run_due().await;
-            tokio::select! {
-                () = stop.cancelled() => break,
-                () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
-            }
-        }
-    }))
+    }
 }
 
 /// Reads one logical input: `\`-continued lines or a `"""` block.
@@ -240,7 +231,7 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
             Err(_) => eprintln!("warning: a background compaction did not finish; it will run again next time"),
         }
         if let Some(housekeeping) = housekeeping {
-            housekeeping.abort();
+            housekeeping.stopped().await;
         }
     });
     if let Some(parent) = history_path.parent()

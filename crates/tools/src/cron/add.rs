@@ -11,7 +11,7 @@ use squidbot_core::schedule::ScheduleError;
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 
-use super::{NOT_RUN_YET, refusal};
+use super::refusal;
 use crate::{parse, schema};
 
 /// Every schedule form, told to the model with any schedule it got wrong so the retry
@@ -80,7 +80,7 @@ impl CronAddTool {
         self.store.insert_boxed(&job).await.map_err(|error| refusal("add the job", error))?;
         let next_run = job_time(job.next_run, &job_zone(&job)).unwrap_or_else(|| "-".to_owned());
         Ok(ToolOutput::text(format!(
-            "added job {} ({}): \"{}\" in {}, next run {next_run}\n{NOT_RUN_YET}",
+            "added job {} ({}): \"{}\" in {}, next run {next_run}; the gateway runs it then and sends the reply to the user",
             job.id, job.name, job.schedule, job.timezone
         )))
     }
