@@ -96,17 +96,18 @@ async fn list(store: &SqliteJobStore, json: bool) -> Result<()> {
         println!("no jobs yet; add one with `squidbot cron add`");
         return Ok(());
     }
+    let width = jobs.iter().map(|job| job.id.len()).max().unwrap_or(2).max(2);
     println!(
-        "{:<8}  {:<20}  {:<24}  {:<18}  {:<25}  {:<25}  {:<6}  FAILURES",
+        "{:<width$}  {:<20}  {:<24}  {:<18}  {:<25}  {:<25}  {:<6}  FAILURES",
         "ID", "NAME", "SCHEDULE", "TIMEZONE", "NEXT RUN", "LAST RUN", "STATUS"
     );
     for job in &jobs {
         let zone = job_zone(job);
         println!(
-            "{:<8}  {:<20}  {:<24}  {:<18}  {:<25}  {:<25}  {:<6}  {}",
+            "{:<width$}  {:<20}  {:<24}  {:<18}  {:<25}  {:<25}  {:<6}  {}",
             job.id,
             job.name,
-            job.schedule,
+            job.describe_schedule(),
             job.timezone,
             format_time(job.next_run, &zone),
             format_time(job.last_run, &zone),

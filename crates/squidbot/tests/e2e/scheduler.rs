@@ -85,9 +85,10 @@ async fn a_job_added_from_the_cli_runs_in_the_gateway_and_its_reply_reaches_the_
 
     server.push(Reply::text("Time to check the PRs."));
     let schedule = at_in(2);
-    home.run(&["cron", "add", "--name", "prs", "--schedule", &schedule, "--message", "Remind me to check the PRs"])
-        .await
-        .success();
+    // Its channel is not running here (no Telegram yet): the reply goes to the last active session.
+    let arguments =
+        ["cron", "add", "--name", "prs", "--schedule", &schedule, "--message", "Remind me to check the PRs"];
+    home.run(&[&arguments[..], &["--channel", "telegram"]].concat()).await.success();
     assert_eq!(next_job_message(&mut client).await, "[prs] Time to check the PRs.");
     let done = job_until(&home, "prs", |job| !job["last_run"].is_null()).await;
     assert_eq!((&done["failures"], &done["next_run"], &done["last_error"]), (&json!(0), &Value::Null, &Value::Null));
