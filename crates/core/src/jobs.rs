@@ -167,6 +167,18 @@ impl Job {
             Ok(_) | Err(_) => self.schedule.clone(),
         }
     }
+
+    /// Takes over what `old`, the same job as stored before, has lived through: its
+    /// status, next and last run, last error, failure count and creation time. Used when
+    /// generated jobs (heartbeats, system jobs) are rewritten and stay the same job.
+    pub fn keep_state_of(&mut self, old: &Job) {
+        self.status = old.status;
+        self.next_run = old.next_run;
+        self.last_run = old.last_run;
+        self.last_error.clone_from(&old.last_error);
+        self.consecutive_failures = old.consecutive_failures;
+        self.created = old.created;
+    }
 }
 
 /// `schedule` with its `every` interval counted from `created`; other kinds unchanged.

@@ -443,14 +443,7 @@ pub async fn install_system_jobs(store: &dyn DynJobStore, bulletin_every: Durati
     let mut jobs = system_jobs(bulletin_every, now);
     for job in &mut jobs {
         match existing.iter().find(|old| old.id == job.id && old.schedule == job.schedule) {
-            Some(old) => {
-                job.status = old.status;
-                job.next_run = old.next_run;
-                job.last_run = old.last_run;
-                job.last_error = old.last_error.clone();
-                job.consecutive_failures = old.consecutive_failures;
-                job.created = old.created;
-            }
+            Some(old) => job.keep_state_of(old),
             None => job.next_run = Some(now.as_millisecond() + 60_000),
         }
     }

@@ -80,12 +80,7 @@ pub fn heartbeat_jobs(
             break;
         };
         if let Some(old) = previous.iter().find(|old| old.id == job.id && old.schedule == job.schedule) {
-            job.status = old.status;
-            job.next_run = old.next_run;
-            job.last_run = old.last_run;
-            job.last_error = old.last_error.clone();
-            job.consecutive_failures = old.consecutive_failures;
-            job.created = old.created;
+            job.keep_state_of(old);
         } else {
             match job
                 .parsed_schedule()

@@ -54,7 +54,7 @@ fn trigger_file(home: &Home, name: &str) -> PathBuf {
 }
 
 /// The user messages of every request the scripted model received.
-fn user_messages(server: &ScriptedLlm) -> Vec<String> {
+pub(crate) fn user_messages(server: &ScriptedLlm) -> Vec<String> {
     server
         .requests()
         .iter()

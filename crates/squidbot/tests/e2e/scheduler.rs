@@ -10,8 +10,8 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::bus::{bus_home, eventually, start_gateway};
-use crate::harness::{Home, messages};
+use crate::bus::{bus_home, eventually, start_gateway, user_messages};
+use crate::harness::Home;
 use crate::protocol::Client;
 
 /// The jobs as `cron list --json` shows them.
@@ -40,17 +40,6 @@ async fn job_until(home: &Home, name: &str, done: impl Fn(&Value) -> bool) -> Va
 fn at_in(seconds: i64) -> String {
     let due = Timestamp::now().as_second() + seconds;
     format!("at {}", Timestamp::from_second(due).unwrap())
-}
-
-/// The user messages the model was sent, in order.
-fn user_texts(server: &ScriptedLlm) -> Vec<String> {
-    server
-        .requests()
-        .iter()
-        .flat_map(|request| messages(&request.body))
-        .filter(|message| message["role"] == "user")
-        .filter_map(|message| message["content"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// A WebSocket client that has written once, so the main session is the last active one.
@@ -92,7 +81,11 @@ async fn a_job_added_from_the_cli_runs_in_the_gateway_and_its_reply_reaches_the_
     assert_eq!(next_job_message(&mut client).await, "[prs] Time to check the PRs.");
     let done = job_until(&home, "prs", |job| !job["last_run"].is_null()).await;
     assert_eq!((&done["failures"], &done["next_run"], &done["last_error"]), (&json!(0), &Value::Null, &Value::Null));
-    assert!(user_texts(&server).iter().any(|text| text == "Remind me to check the PRs"), "{:?}", user_texts(&server));
+    assert!(
+        user_messages(&server).iter().any(|text| text == "Remind me to check the PRs"),
+        "{:?}",
+        user_messages(&server)
+    );
     eventually("the reply kept in the main session", || {
         home.session_lines("agent:main:main").iter().any(|line| line["content"] == "[prs] Time to check the PRs.")
     })
@@ -127,7 +120,7 @@ async fn heartbeats_come_from_heartbeat_md_ok_answers_are_dropped_and_an_edit_re
         ),
     ]);
     assert_eq!(next_job_message(&mut client).await, "[HEARTBEAT.md] The disk is 95% full.");
-    let asked = user_texts(&server);
+    let asked = user_messages(&server);
     let ticks = asked.iter().filter(|text| text.contains("Is the disk full?")).count();
     assert!(ticks >= 2, "two ticks ran, the OK one silently: {asked:?}");
     assert!(asked.iter().any(|text| text.contains("HEARTBEAT_OK")), "the task explains the OK answer: {asked:?}");
@@ -242,7 +235,7 @@ async fn without_a_gateway_cron_run_prints_the_reply_and_missed_jobs_run_once_at
     let next = digest["next_run"].as_str().unwrap().parse::<Timestamp>().unwrap();
     assert!(next > Timestamp::now(), "the next slot is in the future: {digest}");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let asked = user_texts(&server);
+    let asked = user_messages(&server);
     assert_eq!(
         asked.iter().filter(|text| *text == "Send the digest").count(),
         2,
