@@ -641,6 +641,7 @@ pub async fn start(
     let handle = scheduler.handle();
     let mut tasks = vec![tokio::spawn(scheduler.run(shutdown.clone()))];
     let waker = handle.clone();
+    let mut tracker = LastActiveStore::restore(environment.database()?, runner);
     tasks.push(tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -649,11 +650,61 @@ pub async fn start(
                     if sync.check().await {
                         waker.wake();
                     }
+                    tracker.save_if_changed();
                 }
             }
         }
+        tracker.save_if_changed();
     }));
     Ok(Some(RunningScheduler { handle, store, tasks }))
+}
+
+/// The last-active tracker kept across restarts: restored into the runner at start, and
+/// written (a `meta` row) when the origin or session changes, so after a restart job
+/// replies still go where the owner last wrote.
+struct LastActiveStore {
+    database: squidbot_store::Database,
+    runner: Arc<Runner>,
+    saved: Option<(String, String)>,
+}
+
+/// The `meta` key of the tracker.
+const LAST_ACTIVE_KEY: &str = "scheduler.last_active";
+
+impl LastActiveStore {
+    fn restore(database: squidbot_store::Database, runner: &Arc<Runner>) -> Self {
+        let saved = match database.meta(LAST_ACTIVE_KEY) {
+            Ok(Some(text)) => serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|value| {
+                let origin = value["origin"].as_str()?.to_owned();
+                let session_key = value["session_key"].as_str()?.to_owned();
+                Some((origin, session_key))
+            }),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "can't read where the owner last wrote; job replies wait for the next message");
+                None
+            }
+        };
+        if let Some((origin, session_key)) = &saved
+            && runner.last_active().is_none()
+        {
+            runner.note_activity(origin, session_key);
+        }
+        Self { database, runner: runner.clone(), saved }
+    }
+
+    fn save_if_changed(&mut self) {
+        let Some(last) = self.runner.last_active() else { return };
+        let current = (last.origin, last.session_key);
+        if self.saved.as_ref() == Some(&current) {
+            return;
+        }
+        let value = serde_json::json!({"origin": current.0, "session_key": current.1}).to_string();
+        match self.database.set_meta(LAST_ACTIVE_KEY, &value) {
+            Ok(()) => self.saved = Some(current),
+            Err(error) => tracing::warn!(%error, "can't remember where the owner last wrote"),
+        }
+    }
 }
 
 /// How often HEARTBEAT.md is looked at (a `stat`; read only when it changed).

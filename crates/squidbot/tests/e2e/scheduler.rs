@@ -245,3 +245,29 @@ async fn without_a_gateway_cron_run_prints_the_reply_and_missed_jobs_run_once_at
     drop(gateway);
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_owner_last_wrote_survives_a_gateway_restart() {
+    let server = ScriptedLlm::start().await;
+    let home = bus_home(&server);
+    let gateway = start_gateway(&home).await;
+    let client = active_client(&gateway, &server).await;
+    // The tracker is written within a second of the change.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    drop(client);
+    drop(gateway);
+
+    let gateway = start_gateway(&home).await;
+    server.push(Reply::text("Stand-up in five minutes."));
+    home.run(&["cron", "add", "--name", "standup", "--schedule", &at_in(1), "--message", "Remind me of the stand-up"])
+        .await
+        .success();
+    eventually("the reply in the main session though nobody wrote since the restart", || {
+        home.session_lines("agent:main:main")
+            .iter()
+            .any(|line| line["content"] == "[standup] Stand-up in five minutes.")
+    })
+    .await;
+    drop(gateway);
+    server.assert_clean();
+}
