@@ -150,25 +150,9 @@ fn says_nothing(line: &lines::Line<'_>) -> bool {
 fn is_empty_list_item_or_rule(text: &str) -> bool {
     let text = text.trim();
     let Some(rest) = text.strip_prefix(['-', '*', '+']) else {
-        return is_thematic_break(text);
+        return crate::text::is_thematic_break(text);
     };
-    matches!(rest.trim(), "" | "[]" | "[ ]" | "[x]" | "[X]") || is_thematic_break(text)
-}
-
-/// `---`, `***`, `___` (spaces allowed between): a horizontal rule, which says nothing.
-fn is_thematic_break(text: &str) -> bool {
-    let mut marks = text.chars().filter(|character| !character.is_whitespace());
-    let Some(first) = marks.next().filter(|first| matches!(first, '-' | '*' | '_')) else {
-        return false;
-    };
-    let mut count = 1;
-    for mark in marks {
-        if mark != first {
-            return false;
-        }
-        count += 1;
-    }
-    count >= 3
+    matches!(rest.trim(), "" | "[]" | "[ ]" | "[x]" | "[X]") || crate::text::is_thematic_break(text)
 }
 
 fn strip_byte_order_mark(text: &str) -> &str {

@@ -58,6 +58,23 @@ pub fn estimate_tokens(characters: usize) -> usize {
     characters.div_ceil(4)
 }
 
+/// Whether `text` is a Markdown thematic break (a horizontal rule): three or more of the
+/// same `-`, `*` or `_`, with any whitespace between.
+pub fn is_thematic_break(text: &str) -> bool {
+    let mut marks = text.chars().filter(|character| !character.is_whitespace());
+    let Some(first) = marks.next().filter(|first| matches!(first, '-' | '*' | '_')) else {
+        return false;
+    };
+    let mut count = 1;
+    for mark in marks {
+        if mark != first {
+            return false;
+        }
+        count += 1;
+    }
+    count >= 3
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

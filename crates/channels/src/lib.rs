@@ -1,0 +1,65 @@
+//! squidbot's chat channels, platform-independent part: everything the channel manager
+//! and the platform adapters (Telegram, Discord, Slack, Matrix, email, webhook, each in
+//! its own crate) share. Pure logic, no network or file IO.
+//!
+//! - The [`Channel`] port an adapter implements ([`DynChannel`] for trait
+//!   objects). The manager runs an adapter's receive loop ([`Channel::run`]) as a tracked
+//!   task with a cancellation token; the loop hands every received message to an
+//!   [`InboundSink`] (a bounded queue); replies go out with [`Channel::send`] and, for
+//!   adapters that [`StreamMode::EditInPlace`], are updated with [`Channel::edit`].
+//!   Adapters classify their failures at the source ([`ChannelErrorKind`]).
+//! - [`split_message`]: cuts a reply that is longer than the platform allows
+//!   ([`Capabilities::max_message_chars`]) on paragraph, line, sentence or word
+//!   boundaries, closing and reopening code fences when a code block must be cut.
+//! - [`render`]: the model's Markdown in the platform's format ([`MarkdownFlavor`]:
+//!   Telegram HTML, Slack mrkdwn, Discord Markdown, Matrix HTML, plain text), escaped as
+//!   each requires.
+//! - [`AccessPolicy`]: whether a message is answered: direct messages `owner_only`
+//!   (default), `allowlist`, `pairing` or `open`; groups on `mention` (default),
+//!   `always` or `allowlist`. Strangers get nothing or one polite refusal a day, or
+//!   under `pairing` a one-time code ([`PairingCodes`]) that the owner approves;
+//!   approvals are kept by an [`ApprovedSenders`] store.
+//! - [`route`]: the memory context and session key of a message (the sender's own
+//!   context for direct messages, the owner's for the owner, the room's for groups),
+//!   safe as file names.
+//! - [`RestartBackoff`]: when to restart an adapter whose loop failed (5 s doubling to
+//!   5 min, ±10 % jitter, reset after a minute of healthy running, at least the
+//!   platform's `retry_after`, never after a fatal error).
+//! - [`Deduplicator`]: drops redelivered events by platform message id, remembering the
+//!   last 4,096 ids per channel.
+//!
+//! The order of work for an inbound message: de-duplicate, decide with the policy,
+//! route to a session, run the turn, render the reply, split it, send (or edit).
+//! Randomness (jitter, pairing codes) comes from a [`RandomSource`] passed in, and time
+//! from core's [`squidbot_core::clock::Clock`], so all of it is testable.
+
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+#![warn(missing_docs)]
+
+mod backoff;
+mod dedup;
+mod markdown;
+mod pairing;
+mod policy;
+mod port;
+mod random;
+mod session;
+mod split;
+
+pub use backoff::{BackoffSettings, Restart, RestartBackoff};
+pub use dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
+pub use markdown::{MarkdownFlavor, render};
+pub use pairing::{
+    ApprovedSender, ApprovedSenders, ApprovedSendersError, Issued, MemoryApprovedSenders, PAIRING_CODE_ALPHABET,
+    PAIRING_CODE_LENGTH, PAIRING_CODE_LIFETIME, PairingCodes, PairingError, PendingPairing,
+};
+pub use policy::{
+    AccessConfig, AccessPolicy, Decision, DenyReason, DirectPolicy, GroupPolicy, REFUSAL_INTERVAL, pairing_reply,
+};
+pub use port::{
+    Attachment, AttachmentData, Capabilities, Channel, ChannelError, ChannelErrorKind, Conversation, ConversationKind,
+    DynChannel, InboundMessage, InboundSink, OutboundMessage, Sender, SentMessage, SinkClosed, StreamMode,
+};
+pub use random::{RandomSource, SeededRandom, SystemRandom};
+pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, route};
+pub use split::split_message;
