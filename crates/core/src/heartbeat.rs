@@ -36,8 +36,9 @@ mod lines;
 mod sections;
 mod warning;
 
+pub use crate::jobs::ContextMode;
 pub use crate::schedule::Cadence;
-pub use fields::{ActiveHours, ContextMode};
+pub use fields::{ActiveHours, context_mode};
 pub use jobs::{
     HEARTBEAT_OK, HeartbeatDefaults, HeartbeatJobs, HeartbeatJobsError, heartbeat_jobs, heartbeat_task, is_heartbeat_ok,
 };

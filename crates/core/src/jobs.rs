@@ -205,6 +205,16 @@ pub enum RunOutcome {
     },
 }
 
+impl RunOutcome {
+    /// The outcome of a run that ended with `result` (its error text is the reason).
+    pub fn of<T>(result: &Result<T, String>) -> Self {
+        match result {
+            Ok(_) => RunOutcome::Succeeded,
+            Err(reason) => RunOutcome::Failed { reason: reason.clone() },
+        }
+    }
+}
+
 /// A finished run, as [`JobStore::record_run`] stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunRecord {

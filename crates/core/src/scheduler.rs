@@ -44,6 +44,23 @@ impl Default for SchedulerSettings {
     }
 }
 
+impl SchedulerSettings {
+    /// Whether a job that has failed `failures` times in a row is to be paused.
+    pub fn pauses_after(&self, failures: u32) -> bool {
+        self.max_consecutive_failures > 0 && failures >= self.max_consecutive_failures
+    }
+}
+
+/// What the owner of `job` is told when it is paused after `failures` failed runs in a
+/// row, the last with `error`.
+pub fn pause_notice(job: &Job, failures: u32, error: &str) -> String {
+    format!(
+        "Your scheduled job \"{}\" ({}) failed {failures} times in a row and is now paused. Last error: {error}. \
+         Once the cause is fixed, resume it with `squidbot cron resume {}`.",
+        job.name, job.id, job.id
+    )
+}
+
 /// Why a job runs now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunTrigger {

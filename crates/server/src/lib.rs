@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use auth::Auth;
 pub use bus::AssistantRoute;
+pub use ws::methods::MAIN_SESSION;
 
 /// What the gateway can show and change besides running turns. Everything is optional so
 /// a bare gateway (tests, benchmarks) needs only a runner.

@@ -15,7 +15,9 @@ use squidbot_core::events::TurnEventKind;
 use squidbot_core::heartbeat::{HeartbeatDefaults, heartbeat_jobs, heartbeat_task, is_heartbeat_ok};
 use squidbot_core::jobs::{ContextMode, DynJobStore, Job, JobKind, JobStatus, JobStore, RunOutcome, RunRecord};
 use squidbot_core::runs::{RunRequest, Runner, UserMessage};
-use squidbot_core::scheduler::{JobControl, JobExecutor, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings};
+use squidbot_core::scheduler::{
+    JobControl, JobExecutor, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings, pause_notice,
+};
 use squidbot_store::SqliteJobStore;
 use squidbot_types::ChatMessage;
 use tokio_util::sync::CancellationToken;
@@ -30,9 +32,8 @@ pub const SYSTEM_CONTEXT: &str = "system";
 /// have the origin `openclaw`, the protocol's name).
 pub const GATEWAY_CHANNEL: &str = "gateway";
 
-/// The main session of the gateway, where job replies go when the gateway channel is
-/// wanted and nobody has written from it yet.
-const MAIN_SESSION: &str = "agent:main:main";
+/// Channels that can take a message in the gateway.
+const DELIVERY_CHANNELS: [&str; 2] = [GATEWAY_CHANNEL, "openai"];
 
 /// Messages of the conversation a `session`-mode job sees, newest last.
 const HISTORY_MESSAGES: usize = 12;
@@ -60,8 +61,6 @@ pub struct JobRunner {
     runner: Arc<Runner>,
     housekeeping: Option<Arc<Housekeeping>>,
     preferred_channel: Option<String>,
-    /// Channels that can take a message in this process.
-    channels: Vec<String>,
     /// Print replies and notices instead of delivering them (`squidbot cron run` without
     /// a gateway).
     echo: bool,
@@ -75,13 +74,7 @@ impl JobRunner {
         housekeeping: Option<Arc<Housekeeping>>,
         preferred_channel: Option<String>,
     ) -> Self {
-        Self {
-            runner,
-            housekeeping,
-            preferred_channel,
-            channels: vec![GATEWAY_CHANNEL.to_owned(), "openai".to_owned()],
-            echo: false,
-        }
+        Self { runner, housekeeping, preferred_channel, echo: false }
     }
 
     /// The same runner printing replies and notices to standard output.
@@ -96,12 +89,12 @@ impl JobRunner {
         let last = self.runner.last_active();
         let wanted = job.channel.as_deref().or(self.preferred_channel.as_deref());
         if let Some(wanted) = wanted {
-            if self.channels.iter().any(|channel| channel == wanted) {
+            if DELIVERY_CHANNELS.contains(&wanted) {
                 let session_key = last
                     .as_ref()
                     .filter(|last| channel_of(&last.origin) == wanted)
                     .map(|last| last.session_key.clone())
-                    .or_else(|| (wanted == GATEWAY_CHANNEL).then(|| MAIN_SESSION.to_owned()));
+                    .or_else(|| (wanted == GATEWAY_CHANNEL).then(|| squidbot_server::MAIN_SESSION.to_owned()));
                 if let Some(session_key) = session_key {
                     return Some(Destination { channel: wanted.to_owned(), session_key });
                 }
@@ -310,6 +303,22 @@ impl JobExecutor for SystemJobs {
     }
 }
 
+/// The scheduler settings of `[scheduler]`.
+fn scheduler_settings(environment: &crate::wiring::Environment) -> SchedulerSettings {
+    SchedulerSettings {
+        max_consecutive_failures: environment.config().scheduler.max_consecutive_failures,
+        ..SchedulerSettings::default()
+    }
+}
+
+/// The job table of `environment`'s database with the system jobs installed.
+async fn job_table(environment: &crate::wiring::Environment) -> Result<SqliteJobStore> {
+    let store = SqliteJobStore::new(environment.database()?);
+    let bulletin_every = Duration::from_secs(environment.config().memory.bulletin_interval_secs);
+    install_system_jobs(&store, bulletin_every).await.context("can't install the system jobs")?;
+    Ok(store)
+}
+
 /// Starts a scheduler of the system jobs alone, for a process that is not the gateway
 /// (the interactive REPL): housekeeping runs while someone chats without a gateway, and
 /// claims keep it from running a slot the gateway runs too.
@@ -317,16 +326,9 @@ pub async fn start_system_jobs(
     environment: &crate::wiring::Environment,
     shutdown: CancellationToken,
 ) -> Result<RunningScheduler> {
-    let config = environment.config();
-    let store: Arc<dyn DynJobStore> = Arc::new(SqliteJobStore::new(environment.database()?));
-    let bulletin_every = Duration::from_secs(config.memory.bulletin_interval_secs);
-    install_system_jobs(store.as_ref(), bulletin_every).await.context("can't install the system jobs")?;
+    let store: Arc<dyn DynJobStore> = Arc::new(job_table(environment).await?);
     let executor = Arc::new(SystemJobs(Arc::new(environment.housekeeping()?)));
-    let settings = SchedulerSettings {
-        max_consecutive_failures: config.scheduler.max_consecutive_failures,
-        only: Some(JobKind::System),
-        ..SchedulerSettings::default()
-    };
+    let settings = SchedulerSettings { only: Some(JobKind::System), ..scheduler_settings(environment) };
     let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), settings);
     let handle = scheduler.handle();
     Ok(RunningScheduler { handle, store, tasks: vec![tokio::spawn(scheduler.run(shutdown))] })
@@ -335,9 +337,7 @@ pub async fn start_system_jobs(
 /// Runs every active system job now (`squidbot maintenance`), recording each outcome;
 /// returns a line per job.
 pub async fn run_system_jobs_now(environment: &crate::wiring::Environment) -> Result<Vec<String>> {
-    let store = SqliteJobStore::new(environment.database()?);
-    let bulletin_every = Duration::from_secs(environment.config().memory.bulletin_interval_secs);
-    install_system_jobs(&store, bulletin_every).await.context("can't install the system jobs")?;
+    let store = job_table(environment).await?;
     let housekeeping = environment.housekeeping()?;
     let mut lines = Vec::new();
     for job in store.list().await?.into_iter().filter(|job| job.kind == JobKind::System) {
@@ -346,13 +346,7 @@ pub async fn run_system_jobs_now(environment: &crate::wiring::Environment) -> Re
             continue;
         }
         let outcome = housekeeping.run_job(&job.name).await;
-        let record = RunRecord {
-            at: unix_ms(),
-            outcome: match &outcome {
-                Ok(_) => RunOutcome::Succeeded,
-                Err(reason) => RunOutcome::Failed { reason: reason.clone() },
-            },
-        };
+        let record = RunRecord { at: unix_ms(), outcome: RunOutcome::of(&outcome) };
         store.record_run(&job.id, &record).await?;
         lines.push(match outcome {
             Ok(line) => format!("{}: {line}", job.name),
@@ -375,25 +369,14 @@ pub async fn run_here(environment: &crate::wiring::Environment, store: &SqliteJo
     let executor = JobRunner::new(runner.clone(), housekeeping, None).printing();
     let outcome = executor.execute(job, RunTrigger::Manual).await;
     runner.drain().await;
-    let record = RunRecord {
-        at: unix_ms(),
-        outcome: match &outcome {
-            Ok(()) => RunOutcome::Succeeded,
-            Err(reason) => RunOutcome::Failed { reason: reason.clone() },
-        },
-    };
+    let record = RunRecord { at: unix_ms(), outcome: RunOutcome::of(&outcome) };
     let failures = store.record_run(&job.id, &record).await?;
-    let limit = environment.config().scheduler.max_consecutive_failures;
     match outcome {
         Ok(()) => Ok(()),
-        Err(reason) if limit > 0 && failures >= limit => {
+        Err(reason) if scheduler_settings(environment).pauses_after(failures) => {
             let current = store.get(&job.id).await?.and_then(|job| job.next_run);
             store.set_status(&job.id, JobStatus::Paused, current).await?;
-            anyhow::bail!(
-                "job {} failed: {reason}; that is {failures} failures in a row, so it is paused now (`squidbot cron resume {}` schedules it again)",
-                job.id,
-                job.id
-            )
+            anyhow::bail!("{}", pause_notice(job, failures, &reason))
         }
         Err(reason) => anyhow::bail!("job {} failed: {reason} ({failures} in a row)", job.id),
     }
@@ -622,9 +605,7 @@ pub async fn start(
         tracing::info!("the scheduler is off (scheduler.enabled = false): no job runs");
         return Ok(None);
     }
-    let store: Arc<dyn DynJobStore> = Arc::new(SqliteJobStore::new(environment.database()?));
-    let bulletin_every = Duration::from_secs(environment.config().memory.bulletin_interval_secs);
-    install_system_jobs(store.as_ref(), bulletin_every).await.context("can't install the system jobs")?;
+    let store: Arc<dyn DynJobStore> = Arc::new(job_table(environment).await?);
     let housekeeping = match environment.housekeeping() {
         Ok(housekeeping) => Some(Arc::new(housekeeping)),
         Err(error) => {
@@ -635,9 +616,7 @@ pub async fn start(
     let executor = Arc::new(JobRunner::new(runner.clone(), housekeeping, config.preferred_channel.clone()));
     let mut sync = HeartbeatSync::new(store.clone(), &environment.workspace(), config, environment.job_zone());
     sync.check().await;
-    let settings =
-        SchedulerSettings { max_consecutive_failures: config.max_consecutive_failures, ..SchedulerSettings::default() };
-    let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), settings);
+    let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), scheduler_settings(environment));
     let handle = scheduler.handle();
     let mut tasks = vec![tokio::spawn(scheduler.run(shutdown.clone()))];
     let waker = handle.clone();

@@ -3,39 +3,11 @@
 
 use std::fmt;
 
-/// Which session a heartbeat runs in (`Context:` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ContextMode {
-    /// The user's most recent session on their preferred channel.
-    Session,
-    /// A fresh session with no history.
-    Isolated,
-    /// No session and no output: the result is only logged.
-    Silent,
-}
+use crate::jobs::ContextMode;
 
-impl ContextMode {
-    pub const ALL: [Self; 3] = [Self::Session, Self::Isolated, Self::Silent];
-
-    /// Parses a context mode name, ignoring case and surrounding whitespace.
-    pub fn parse(value: &str) -> Option<Self> {
-        let value = value.trim();
-        Self::ALL.into_iter().find(|mode| value.eq_ignore_ascii_case(mode.as_str()))
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Session => "session",
-            Self::Isolated => "isolated",
-            Self::Silent => "silent",
-        }
-    }
-}
-
-impl fmt::Display for ContextMode {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
+/// The context mode a `Context:` value names, ignoring case and surrounding whitespace.
+pub fn context_mode(value: &str) -> Option<ContextMode> {
+    ContextMode::parse(&value.trim().to_ascii_lowercase())
 }
 
 const MINUTES_PER_DAY: u16 = 24 * 60;

@@ -108,10 +108,9 @@ struct Base<'a> {
 
 impl Base<'_> {
     fn section_job(&self, section: HeartbeatSection) -> Job {
-        let context = section.context.and_then(|mode| ContextMode::parse(mode.as_str()));
         let active_hours = section.active_hours.map(|window| window.to_string());
         let seed = fnv1a(&format!("{}\n{}", self.context, section.name.to_lowercase()));
-        self.job(&section.name, section.cadence.name(), Some(seed), section.prompt, context, active_hours)
+        self.job(&section.name, section.cadence.name(), Some(seed), section.prompt, section.context, active_hours)
     }
 
     fn job(

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::fields::{ActiveHours, ContextMode, FieldLine, FieldName, clean_value, field_line};
+use super::fields::{ActiveHours, FieldLine, FieldName, clean_value, context_mode, field_line};
 use super::lines::{ClassifiedLines, Line, LineKind};
 use super::warning::{HeartbeatProblem, HeartbeatWarning};
 use super::{HeartbeatSection, SectionsFile};
@@ -231,7 +231,7 @@ impl<'a> Draft<'a> {
         };
         let context = self.context.and_then(|field| {
             let value = clean_value(field.value);
-            let mode = ContextMode::parse(value);
+            let mode = context_mode(value);
             if mode.is_none() {
                 problems.push((field.line, HeartbeatProblem::InvalidContext { value: value.to_owned() }));
             }

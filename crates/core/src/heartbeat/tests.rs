@@ -324,8 +324,9 @@ fn heartbeat_cadence_and_context_names_round_trip() {
     assert_eq!(Cadence::parse("bi-weekly").ok(), Some(Cadence::Biweekly));
     assert!(Cadence::parse("yearly").is_err());
     assert!(Cadence::parse("").is_err());
-    for mode in ContextMode::ALL {
-        assert_eq!(ContextMode::parse(mode.as_str()), Some(mode));
+    for mode in [ContextMode::Session, ContextMode::Isolated, ContextMode::Silent] {
+        assert_eq!(context_mode(mode.as_str()), Some(mode));
+        assert_eq!(context_mode(&format!(" {} ", mode.as_str().to_uppercase())), Some(mode));
     }
 }
 

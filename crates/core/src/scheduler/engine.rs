@@ -424,9 +424,8 @@ impl Engine {
         };
         self.own_writes += 1;
         let RunOutcome::Failed { reason } = run.outcome else { return };
-        let limit = self.settings.max_consecutive_failures;
         let active = self.jobs.get(&job.id).is_some_and(|entry| entry.status == JobStatus::Active);
-        if limit > 0 && failures >= limit && active {
+        if self.settings.pauses_after(failures) && active {
             let job = Job { last_run: Some(run.at), last_error: Some(reason), consecutive_failures: failures, ..job };
             self.auto_pause(job).await;
         }
@@ -462,11 +461,7 @@ impl Engine {
         let (failures, error) = (job.consecutive_failures, job.last_error.clone().unwrap_or_default());
         tracing::warn!(job = %job.id, name = %job.name, kind = job.kind.as_str(), failures, error = %error,
             "paused job after repeated failures");
-        let notice = format!(
-            "Your scheduled job \"{}\" ({}) failed {failures} times in a row and is now paused. Last error: {error}. \
-             Once the cause is fixed, resume it with `squidbot cron resume {}`.",
-            job.name, job.id, job.id
-        );
+        let notice = super::pause_notice(&job, failures, &error);
         let executor = Arc::clone(&self.executor);
         self.tracker.spawn(async move { executor.notify_owner(&job, &notice).await });
     }
