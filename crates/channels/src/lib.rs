@@ -28,6 +28,10 @@
 //! - [`Deduplicator`]: drops redelivered events by platform message id, remembering the
 //!   last 4,096 ids per channel.
 //!
+//! - [`ChannelManager`]: runs the adapters (restarting failed ones), reports their
+//!   [`ChannelHealth`], and turns inbound messages into turns of core's `Runner` and
+//!   their replies into platform messages.
+//!
 //! The order of work for an inbound message: de-duplicate, decide with the policy,
 //! route to a session, run the turn, render the reply, split it, send (or edit).
 //! Randomness (jitter, pairing codes) comes from a [`RandomSource`] passed in, and time
@@ -38,6 +42,7 @@
 
 mod backoff;
 mod dedup;
+mod manager;
 mod markdown;
 mod pairing;
 mod policy;
@@ -48,10 +53,12 @@ mod split;
 
 pub use backoff::{BackoffSettings, Restart, RestartBackoff};
 pub use dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
+pub use manager::{AttachmentStore, ChannelEntry, ChannelHealth, ChannelManager, ChannelState, ManagerSettings};
 pub use markdown::{MarkdownFlavor, render};
 pub use pairing::{
-    ApprovedSender, ApprovedSenders, ApprovedSendersError, Issued, MemoryApprovedSenders, PAIRING_CODE_ALPHABET,
-    PAIRING_CODE_LENGTH, PAIRING_CODE_LIFETIME, PairingCodes, PairingError, PendingPairing,
+    AccessStoreError, ApprovedSender, ApprovedSenders, Issued, MemoryApprovedSenders, MemoryPendingCodes,
+    PAIRING_CODE_ALPHABET, PAIRING_CODE_LENGTH, PAIRING_CODE_LIFETIME, PairingCodes, PairingError, PendingCodes,
+    PendingPairing,
 };
 pub use policy::{
     AccessConfig, AccessPolicy, Decision, DenyReason, DirectPolicy, GroupPolicy, REFUSAL_INTERVAL, pairing_reply,

@@ -56,14 +56,14 @@ pub enum PairingError {
     },
     /// The approval could not be stored.
     #[error("can't approve the pairing code: {0}")]
-    Store(#[source] ApprovedSendersError),
+    Store(#[source] AccessStoreError),
 }
 
-/// The store of approved senders failed.
+/// The store of approved senders or pending pairing codes failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("can't {action} approved senders: {reason}")]
-pub struct ApprovedSendersError {
-    /// What was attempted ("read", "store").
+#[error("can't {action}: {reason}")]
+pub struct AccessStoreError {
+    /// What was attempted ("read approved senders", "store a pairing code").
     pub action: String,
     /// What went wrong.
     pub reason: String,
@@ -73,13 +73,13 @@ pub struct ApprovedSendersError {
 /// [`MemoryApprovedSenders`]).
 pub trait ApprovedSenders: Send + Sync {
     /// Whether `sender_id` on `channel` was approved.
-    fn is_approved(&self, channel: &str, sender_id: &str) -> Result<bool, ApprovedSendersError>;
+    fn is_approved(&self, channel: &str, sender_id: &str) -> Result<bool, AccessStoreError>;
     /// Records an approval (replacing an earlier one for the same sender).
-    fn approve(&self, sender: &ApprovedSender) -> Result<(), ApprovedSendersError>;
+    fn approve(&self, sender: &ApprovedSender) -> Result<(), AccessStoreError>;
     /// Withdraws an approval; false if the sender was not approved.
-    fn revoke(&self, channel: &str, sender_id: &str) -> Result<bool, ApprovedSendersError>;
+    fn revoke(&self, channel: &str, sender_id: &str) -> Result<bool, AccessStoreError>;
     /// Every approved sender.
-    fn list(&self) -> Result<Vec<ApprovedSender>, ApprovedSendersError>;
+    fn list(&self) -> Result<Vec<ApprovedSender>, AccessStoreError>;
 }
 
 /// Approved senders by (channel, sender id).
@@ -92,8 +92,8 @@ pub struct MemoryApprovedSenders {
 }
 
 impl MemoryApprovedSenders {
-    fn locked(&self, action: &str) -> Result<std::sync::MutexGuard<'_, ApprovedMap>, ApprovedSendersError> {
-        self.approved.lock().map_err(|_poisoned| ApprovedSendersError {
+    fn locked(&self, action: &str) -> Result<std::sync::MutexGuard<'_, ApprovedMap>, AccessStoreError> {
+        self.approved.lock().map_err(|_poisoned| AccessStoreError {
             action: action.to_owned(),
             reason: "a thread panicked while holding them".to_owned(),
         })
@@ -101,21 +101,22 @@ impl MemoryApprovedSenders {
 }
 
 impl ApprovedSenders for MemoryApprovedSenders {
-    fn is_approved(&self, channel: &str, sender_id: &str) -> Result<bool, ApprovedSendersError> {
-        Ok(self.locked("read")?.contains_key(&(channel.to_owned(), sender_id.to_owned())))
+    fn is_approved(&self, channel: &str, sender_id: &str) -> Result<bool, AccessStoreError> {
+        Ok(self.locked("read approved senders")?.contains_key(&(channel.to_owned(), sender_id.to_owned())))
     }
 
-    fn approve(&self, sender: &ApprovedSender) -> Result<(), ApprovedSendersError> {
-        self.locked("store")?.insert((sender.channel.clone(), sender.sender_id.clone()), sender.clone());
+    fn approve(&self, sender: &ApprovedSender) -> Result<(), AccessStoreError> {
+        self.locked("store an approved sender")?
+            .insert((sender.channel.clone(), sender.sender_id.clone()), sender.clone());
         Ok(())
     }
 
-    fn revoke(&self, channel: &str, sender_id: &str) -> Result<bool, ApprovedSendersError> {
-        Ok(self.locked("remove")?.remove(&(channel.to_owned(), sender_id.to_owned())).is_some())
+    fn revoke(&self, channel: &str, sender_id: &str) -> Result<bool, AccessStoreError> {
+        Ok(self.locked("remove an approved sender")?.remove(&(channel.to_owned(), sender_id.to_owned())).is_some())
     }
 
-    fn list(&self) -> Result<Vec<ApprovedSender>, ApprovedSendersError> {
-        let mut senders: Vec<ApprovedSender> = self.locked("read")?.values().cloned().collect();
+    fn list(&self) -> Result<Vec<ApprovedSender>, AccessStoreError> {
+        let mut senders: Vec<ApprovedSender> = self.locked("read approved senders")?.values().cloned().collect();
         senders.sort_by(|first, second| (&first.channel, &first.sender_id).cmp(&(&second.channel, &second.sender_id)));
         Ok(senders)
     }
@@ -144,16 +145,106 @@ pub enum Issued {
     Pending,
 }
 
-struct PairingState {
-    random: Box<dyn RandomSource>,
+/// Where pending pairing codes are kept: in the database in the gateway, so
+/// `squidbot users approve CODE` from another process reaches them; in memory in tests
+/// ([`MemoryPendingCodes`]). A store bounds itself (at most a few hundred codes, expired
+/// ones forgotten after a day) so a flood of strangers can't grow it.
+pub trait PendingCodes: Send + Sync {
+    /// Whether `sender_id` on `channel` holds a code that has not expired at `now`.
+    fn has_live_code(&self, channel: &str, sender_id: &str, now: SystemTime) -> Result<bool, AccessStoreError>;
+    /// Stores a new code; `Ok(false)` when the code is already taken.
+    fn insert(&self, pending: &PendingPairing, now: SystemTime) -> Result<bool, AccessStoreError>;
+    /// Removes the code (normalized: upper case) and returns what it was issued for.
+    fn take(&self, code: &str) -> Result<Option<PendingPairing>, AccessStoreError>;
+    /// The codes still live at `now`, oldest first.
+    fn pending(&self, now: SystemTime) -> Result<Vec<PendingPairing>, AccessStoreError>;
+}
+
+struct MemoryCodes {
     pending: HashMap<String, PendingPairing>,
     /// Codes oldest first, for dropping the oldest when full.
     order: VecDeque<String>,
 }
 
+/// Pending codes held in memory (lost on restart).
+pub struct MemoryPendingCodes {
+    state: Mutex<MemoryCodes>,
+}
+
+impl Default for MemoryPendingCodes {
+    fn default() -> Self {
+        Self { state: Mutex::new(MemoryCodes { pending: HashMap::new(), order: VecDeque::new() }) }
+    }
+}
+
+impl fmt::Debug for MemoryPendingCodes {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_struct("MemoryPendingCodes").finish_non_exhaustive()
+    }
+}
+
+impl MemoryPendingCodes {
+    fn state(&self) -> std::sync::MutexGuard<'_, MemoryCodes> {
+        // The state stays consistent between statements, so a panic elsewhere leaves it usable.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl PendingCodes for MemoryPendingCodes {
+    fn has_live_code(&self, channel: &str, sender_id: &str, now: SystemTime) -> Result<bool, AccessStoreError> {
+        Ok(self
+            .state()
+            .pending
+            .values()
+            .any(|pending| pending.channel == channel && pending.sender.id == sender_id && pending.expires_at > now))
+    }
+
+    fn insert(&self, pending: &PendingPairing, now: SystemTime) -> Result<bool, AccessStoreError> {
+        let mut state = self.state();
+        forget_old(&mut state, now);
+        if state.pending.contains_key(&pending.code) {
+            return Ok(false);
+        }
+        while state.order.len() >= MAX_PENDING_CODES {
+            if let Some(oldest) = state.order.pop_front() {
+                state.pending.remove(&oldest);
+            }
+        }
+        state.order.push_back(pending.code.clone());
+        state.pending.insert(pending.code.clone(), pending.clone());
+        Ok(true)
+    }
+
+    fn take(&self, code: &str) -> Result<Option<PendingPairing>, AccessStoreError> {
+        let mut state = self.state();
+        let taken = state.pending.remove(code);
+        state.order.retain(|queued| queued != code);
+        Ok(taken)
+    }
+
+    fn pending(&self, now: SystemTime) -> Result<Vec<PendingPairing>, AccessStoreError> {
+        let state = self.state();
+        Ok(state
+            .order
+            .iter()
+            .filter_map(|code| state.pending.get(code))
+            .filter(|pending| pending.expires_at > now)
+            .cloned()
+            .collect())
+    }
+}
+
+/// Drops codes that expired long enough ago.
+fn forget_old(state: &mut MemoryCodes, now: SystemTime) {
+    let MemoryCodes { pending, order } = state;
+    pending.retain(|_, code| code.expires_at.checked_add(EXPIRED_CODES_KEPT).is_none_or(|forget_at| forget_at > now));
+    order.retain(|code| pending.contains_key(code));
+}
+
 /// Pairing codes waiting for the owner's approval, shared by every channel's policy.
 pub struct PairingCodes {
-    state: Mutex<PairingState>,
+    random: Mutex<Box<dyn RandomSource>>,
+    store: std::sync::Arc<dyn PendingCodes>,
 }
 
 impl fmt::Debug for PairingCodes {
@@ -162,56 +253,52 @@ impl fmt::Debug for PairingCodes {
     }
 }
 
+/// Most draws tried for a code that isn't taken before giving up.
+const MAX_CODE_DRAWS: usize = 16;
+
 impl PairingCodes {
-    /// Codes drawn from `random`; in production an unpredictable source
+    /// Codes drawn from `random`, kept in memory; in production an unpredictable source
     /// ([`crate::SystemRandom`]), since a guessed code is an open door.
     pub fn new(random: Box<dyn RandomSource>) -> Self {
-        Self { state: Mutex::new(PairingState { random, pending: HashMap::new(), order: VecDeque::new() }) }
+        Self::with_store(random, std::sync::Arc::new(MemoryPendingCodes::default()))
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, PairingState> {
-        // The state stays consistent between statements, so a panic elsewhere leaves it usable.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Codes drawn from `random`, kept in `store`.
+    pub fn with_store(random: Box<dyn RandomSource>, store: std::sync::Arc<dyn PendingCodes>) -> Self {
+        Self { random: Mutex::new(random), store }
+    }
+
+    fn draw(&self) -> String {
+        let mut random = self.random.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        new_code(random.as_mut())
     }
 
     /// A code for `sender` on `channel`, unless they already have a live one.
-    pub fn issue(&self, channel: &str, sender: &Sender, now: SystemTime) -> Issued {
-        let mut state = self.state();
-        forget_old(&mut state, now);
-        let live = state
-            .pending
-            .values()
-            .any(|pending| pending.channel == channel && pending.sender.id == sender.id && pending.expires_at > now);
-        if live {
-            return Issued::Pending;
-        }
-        let mut code = new_code(state.random.as_mut());
-        while state.pending.contains_key(&code) {
-            code = new_code(state.random.as_mut());
-        }
-        while state.order.len() >= MAX_PENDING_CODES {
-            if let Some(oldest) = state.order.pop_front() {
-                state.pending.remove(&oldest);
-            }
+    pub fn issue(&self, channel: &str, sender: &Sender, now: SystemTime) -> Result<Issued, AccessStoreError> {
+        if self.store.has_live_code(channel, &sender.id, now)? {
+            return Ok(Issued::Pending);
         }
         let expires_at = now.checked_add(PAIRING_CODE_LIFETIME).unwrap_or(now);
-        state.order.push_back(code.clone());
-        state.pending.insert(
-            code.clone(),
-            PendingPairing { code: code.clone(), channel: channel.to_owned(), sender: sender.clone(), expires_at },
-        );
-        Issued::New(code)
+        for _ in 0..MAX_CODE_DRAWS {
+            let pending =
+                PendingPairing { code: self.draw(), channel: channel.to_owned(), sender: sender.clone(), expires_at };
+            if self.store.insert(&pending, now)? {
+                return Ok(Issued::New(pending.code));
+            }
+        }
+        Err(AccessStoreError {
+            action: "store a pairing code".to_owned(),
+            reason: format!("{MAX_CODE_DRAWS} codes drawn in a row were taken"),
+        })
     }
 
     /// Takes the sender waiting on `code` (case and surrounding spaces don't matter). A
     /// code works once.
     pub fn approve(&self, code: &str, now: SystemTime) -> Result<ApprovedSender, PairingError> {
         let normalized = code.trim().to_ascii_uppercase();
-        let mut state = self.state();
-        let Some(pending) = state.pending.remove(&normalized) else {
+        let Some(pending) = self.store.take(&normalized).map_err(PairingError::Store)? else {
             return Err(PairingError::UnknownCode { code: code.trim().to_owned() });
         };
-        state.order.retain(|queued| *queued != normalized);
         if pending.expires_at <= now {
             return Err(PairingError::Expired { code: normalized });
         }
@@ -224,23 +311,9 @@ impl PairingCodes {
     }
 
     /// The codes still waiting, oldest first.
-    pub fn pending(&self, now: SystemTime) -> Vec<PendingPairing> {
-        let state = self.state();
-        state
-            .order
-            .iter()
-            .filter_map(|code| state.pending.get(code))
-            .filter(|pending| pending.expires_at > now)
-            .cloned()
-            .collect()
+    pub fn pending(&self, now: SystemTime) -> Result<Vec<PendingPairing>, AccessStoreError> {
+        self.store.pending(now)
     }
-}
-
-/// Drops codes that expired long enough ago.
-fn forget_old(state: &mut PairingState, now: SystemTime) {
-    let PairingState { pending, order, .. } = state;
-    pending.retain(|_, code| code.expires_at.checked_add(EXPIRED_CODES_KEPT).is_none_or(|forget_at| forget_at > now));
-    order.retain(|code| pending.contains_key(code));
 }
 
 fn new_code(random: &mut dyn RandomSource) -> String {
@@ -286,7 +359,7 @@ mod tests {
     #[test]
     fn a_code_approves_its_sender_once() {
         let codes = codes();
-        let Issued::New(code) = codes.issue("telegram", &sender("42"), at(0)) else { panic!("no code") };
+        let Issued::New(code) = codes.issue("telegram", &sender("42"), at(0)).unwrap() else { panic!("no code") };
         let approved = codes.approve(&format!("  {}  ", code.to_lowercase()), at(60)).unwrap();
         assert_eq!(approved.channel, "telegram");
         assert_eq!(approved.sender_id, "42");
@@ -298,10 +371,12 @@ mod tests {
     #[test]
     fn a_sender_with_a_live_code_gets_no_new_one_until_it_expires() {
         let codes = codes();
-        let Issued::New(first) = codes.issue("telegram", &sender("42"), at(0)) else { panic!("no code") };
-        assert_eq!(codes.issue("telegram", &sender("42"), at(30)), Issued::Pending);
-        assert_eq!(codes.pending(at(30)).len(), 1);
-        let Issued::New(second) = codes.issue("telegram", &sender("42"), at(3600)) else { panic!("no new code") };
+        let Issued::New(first) = codes.issue("telegram", &sender("42"), at(0)).unwrap() else { panic!("no code") };
+        assert_eq!(codes.issue("telegram", &sender("42"), at(30)).unwrap(), Issued::Pending);
+        assert_eq!(codes.pending(at(30)).unwrap().len(), 1);
+        let Issued::New(second) = codes.issue("telegram", &sender("42"), at(3600)).unwrap() else {
+            panic!("no new code")
+        };
         assert_ne!(first, second);
         assert!(matches!(codes.approve(&first, at(3601)), Err(PairingError::Expired { .. })));
         assert!(codes.approve(&second, at(3601)).is_ok());
@@ -310,7 +385,7 @@ mod tests {
     #[test]
     fn expired_and_unknown_codes_are_refused() {
         let codes = codes();
-        let Issued::New(code) = codes.issue("slack", &sender("U1"), at(0)) else { panic!("no code") };
+        let Issued::New(code) = codes.issue("slack", &sender("U1"), at(0)).unwrap() else { panic!("no code") };
         let error = codes.approve(&code, at(3600)).unwrap_err();
         assert!(matches!(error, PairingError::Expired { .. }), "{error}");
         assert!(error.to_string().starts_with("can't approve"), "{error}");
@@ -320,21 +395,27 @@ mod tests {
     #[test]
     fn pending_codes_are_bounded() {
         let codes = codes();
-        let first = codes.issue("telegram", &sender("first"), at(0));
+        let first = codes.issue("telegram", &sender("first"), at(0)).unwrap();
         for number in 0..MAX_PENDING_CODES {
-            codes.issue("telegram", &sender(&number.to_string()), at(1));
+            codes.issue("telegram", &sender(&number.to_string()), at(1)).unwrap();
         }
-        assert_eq!(codes.pending(at(2)).len(), MAX_PENDING_CODES);
+        assert_eq!(codes.pending(at(2)).unwrap().len(), MAX_PENDING_CODES);
         let Issued::New(first) = first else { panic!("no code") };
         assert!(matches!(codes.approve(&first, at(2)), Err(PairingError::UnknownCode { .. })));
     }
 
     #[test]
     fn long_expired_codes_are_forgotten() {
-        let codes = codes();
-        codes.issue("telegram", &sender("a"), at(0));
-        codes.issue("telegram", &sender("b"), at(2 * 24 * 3600));
-        let state = codes.state();
+        let store = MemoryPendingCodes::default();
+        let pending = |code: &str, expires: u64| PendingPairing {
+            code: code.to_owned(),
+            channel: "telegram".to_owned(),
+            sender: sender(code),
+            expires_at: at(expires),
+        };
+        assert!(store.insert(&pending("AAAAAA", 3600), at(0)).unwrap());
+        assert!(store.insert(&pending("BBBBBB", 3 * 24 * 3600), at(2 * 24 * 3600)).unwrap());
+        let state = store.state();
         assert_eq!(state.pending.len(), 1);
         assert_eq!(state.order.len(), 1);
     }

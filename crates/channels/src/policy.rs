@@ -240,8 +240,9 @@ impl AccessPolicy {
             DirectPolicy::Pairing => match self.approved.is_approved(&self.channel, sender) {
                 Ok(true) => Decision::Answer,
                 Ok(false) => match self.pairing.issue(&self.channel, &message.sender, self.clock.now()) {
-                    Issued::New(code) => Decision::PairingCode { code },
-                    Issued::Pending => Decision::Ignore { reason: DenyReason::PairingPending },
+                    Ok(Issued::New(code)) => Decision::PairingCode { code },
+                    Ok(Issued::Pending) => Decision::Ignore { reason: DenyReason::PairingPending },
+                    Err(error) => Decision::Ignore { reason: DenyReason::ApprovalUnknown(error.to_string()) },
                 },
                 // Fail closed, and quietly: the store may be back for the next message.
                 Err(error) => Decision::Ignore { reason: DenyReason::ApprovalUnknown(error.to_string()) },

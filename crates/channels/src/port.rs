@@ -290,6 +290,16 @@ pub trait Channel: Send + Sync {
     ) -> impl Future<Output = Result<(), ChannelError>> + Send + 'a {
         std::future::ready(Ok(()))
     }
+
+    /// Marks an inbound message as seen and being worked on (a reaction on Matrix,
+    /// Slack and Discord). Channels without reactions keep the default, which does
+    /// nothing. A failure here is logged by the manager and never stops the turn.
+    fn acknowledge<'a>(
+        &'a self,
+        _message: &'a InboundMessage,
+    ) -> impl Future<Output = Result<(), ChannelError>> + Send + 'a {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// Object-safe companion of [`Channel`], implemented for every `Channel`.
@@ -306,6 +316,8 @@ pub trait DynChannel: Send + Sync {
     fn edit_boxed<'a>(&'a self, sent: &'a SentMessage, text: &'a str) -> BoxFuture<'a, Result<(), ChannelError>>;
     /// See [`Channel::typing`].
     fn typing_boxed<'a>(&'a self, conversation: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>>;
+    /// See [`Channel::acknowledge`].
+    fn acknowledge_boxed<'a>(&'a self, message: &'a InboundMessage) -> BoxFuture<'a, Result<(), ChannelError>>;
 }
 
 impl<T: Channel> DynChannel for T {
@@ -331,6 +343,10 @@ impl<T: Channel> DynChannel for T {
 
     fn typing_boxed<'a>(&'a self, conversation: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(self.typing(conversation))
+    }
+
+    fn acknowledge_boxed<'a>(&'a self, message: &'a InboundMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.acknowledge(message))
     }
 }
 

@@ -21,7 +21,7 @@ use crate::provider::{Completion, CompletionRequest, DynLlmProvider, ProviderErr
 use crate::session::Session;
 use crate::store::{DynSessionStore, StoreError};
 use crate::tool::{ToolContext, ToolError, ToolRegistry};
-use crate::workspace::WorkspaceFiles;
+use crate::workspace::{ContextWorkspace, ContextWorkspaces, WorkspaceFiles};
 use crate::{ids, text};
 
 mod budget;
@@ -148,6 +148,9 @@ pub enum AgentError {
     /// A tool failed beyond what the model could handle.
     #[error("can't finish the turn: {0}")]
     Tool(String),
+    /// The session's context has no usable workspace.
+    #[error("{0}")]
+    Workspace(String),
 }
 
 /// An agent: a model, tools, a session store and the workspace it reads its prompt from.
@@ -164,6 +167,7 @@ pub struct Agent {
     delegation: Option<Arc<Delegator>>,
     leaks: LeakScanner,
     jobs: Mutex<HashMap<String, CompactionJob>>,
+    context_workspaces: Option<Arc<dyn ContextWorkspaces>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -257,6 +261,7 @@ impl Agent {
             delegation: None,
             leaks: LeakScanner::default(),
             jobs: Mutex::new(HashMap::new()),
+            context_workspaces: None,
         }
     }
 
@@ -329,9 +334,39 @@ impl Agent {
 
     /// The system prompt as it would be sent now.
     pub fn system_prompt(&self, first_run: bool, sections: &[PromptSection]) -> context::SystemPrompt {
+        self.system_prompt_from(self.workspace.as_ref(), first_run, sections)
+    }
+
+    fn system_prompt_from(
+        &self,
+        workspace: &dyn WorkspaceFiles,
+        first_run: bool,
+        sections: &[PromptSection],
+    ) -> context::SystemPrompt {
         let mut runtime = self.settings.runtime.clone();
         runtime.model = self.settings.model.clone();
-        context::assemble_for(&self.profile, self.workspace.as_ref(), &runtime, first_run, sections)
+        context::assemble_for(&self.profile, workspace, &runtime, first_run, sections)
+    }
+
+    /// Gives user and group contexts workspaces of their own (the owner's stays the
+    /// agent's workspace).
+    pub fn with_context_workspaces(mut self, workspaces: Arc<dyn ContextWorkspaces>) -> Self {
+        self.context_workspaces = Some(workspaces);
+        self
+    }
+
+    /// The workspace of `context`: its own when it has one, else the agent's.
+    fn workspace_of(&self, context: &str) -> Result<ContextWorkspace, AgentError> {
+        let own = match &self.context_workspaces {
+            Some(workspaces) => workspaces
+                .workspace(context)
+                .map_err(|reason| AgentError::Workspace(format!("can't open the workspace of {context}: {reason}")))?,
+            None => None,
+        };
+        Ok(own.unwrap_or_else(|| ContextWorkspace {
+            path: self.settings.workspace.clone(),
+            files: self.workspace.clone(),
+        }))
     }
 
     /// The per-context sections of the prompt.
@@ -493,7 +528,8 @@ impl Agent {
         {
             sections.push(workers);
         }
-        let system = self.system_prompt(first_run, &sections).text;
+        let workspace = self.workspace_of(&session.header().context)?;
+        let system = self.system_prompt_from(workspace.files.as_ref(), first_run, &sections).text;
         // Tools of run-time sources (MCP servers) are looked up, and their servers started,
         // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
         // at the model call below.
@@ -602,7 +638,7 @@ impl Agent {
             }
 
             let context = ToolContext {
-                workspace: self.settings.workspace.clone(),
+                workspace: workspace.path.clone(),
                 session_key: session.key().to_owned(),
                 context: session.header().context.clone(),
                 cancel: cancel.child_token(),

@@ -271,10 +271,17 @@ impl Runner {
 
     /// The session for `key`, loading it from the store on first use.
     pub async fn session(&self, key: &str) -> Result<SharedSession, AgentError> {
+        self.session_in(key, &self.agent.settings().context).await
+    }
+
+    /// The session for `key`, created in `context` when it doesn't exist yet (a session
+    /// keeps the context it was created in). Channels call this before [`Runner::start`]
+    /// so a new conversation lands in the sender's or the room's context.
+    pub async fn session_in(&self, key: &str, context: &str) -> Result<SharedSession, AgentError> {
         if let Some(session) = self.sessions.lock().ok().and_then(|open| open.get(key).cloned()) {
             return Ok(session);
         }
-        let (session, warnings) = self.agent.open_session(key).await?;
+        let (session, warnings) = self.agent.open_session_in(key, context).await?;
         for warning in warnings {
             tracing::warn!(session = key, "{warning}");
         }

@@ -32,3 +32,28 @@ impl WorkspaceFiles for MemoryWorkspace {
         self.files.get(name).cloned()
     }
 }
+
+/// One context's workspace: where its tools resolve relative paths and the files its
+/// prompt is read from.
+#[derive(Clone)]
+pub struct ContextWorkspace {
+    /// The directory (tools' working directory and file root).
+    pub path: std::path::PathBuf,
+    /// Its prompt files.
+    pub files: std::sync::Arc<dyn WorkspaceFiles>,
+}
+
+impl std::fmt::Debug for ContextWorkspace {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ContextWorkspace").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Where each user and group context keeps its workspace, so one context's files (its
+/// `USER.md`, its notes) are never in another's prompt or within reach of its tools.
+pub trait ContextWorkspaces: Send + Sync {
+    /// The workspace of `context`, or `None` for the agent's own (the owner's).
+    /// An error means the context can't work now (its directory can't be made); the turn
+    /// fails instead of falling back to the owner's workspace.
+    fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, String>;
+}

@@ -4,6 +4,7 @@
 
 mod bulletin;
 mod bus_journal;
+mod channel_access;
 mod database;
 mod job_ledger;
 mod jobs;
@@ -16,6 +17,7 @@ mod workspace;
 
 pub use bulletin::{Bulletin, BulletinCache};
 pub use bus_journal::SqliteBusJournal;
+pub use channel_access::{ApprovedSenderRow, ChannelAccessStore, PairingCodeRow};
 pub use database::{APPLICATION_ID, Database, DatabaseError, SCHEMA_VERSION};
 pub use job_ledger::{JobLedger, JobRun};
 pub use jobs::SqliteJobStore;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use jiff::Timestamp;
 
 use super::*;
-use crate::pairing::{ApprovedSendersError, MemoryApprovedSenders, PAIRING_CODE_LENGTH};
+use crate::pairing::{AccessStoreError, MemoryApprovedSenders, PAIRING_CODE_LENGTH};
 use crate::port::{Conversation, Sender};
 use crate::random::SeededRandom;
 
@@ -35,19 +35,19 @@ impl Clock for ManualClock {
 struct BrokenStore;
 
 impl ApprovedSenders for BrokenStore {
-    fn is_approved(&self, _channel: &str, _sender_id: &str) -> Result<bool, ApprovedSendersError> {
-        Err(ApprovedSendersError { action: "read".to_owned(), reason: "disk on fire".to_owned() })
+    fn is_approved(&self, _channel: &str, _sender_id: &str) -> Result<bool, AccessStoreError> {
+        Err(AccessStoreError { action: "read".to_owned(), reason: "disk on fire".to_owned() })
     }
 
-    fn approve(&self, _sender: &ApprovedSender) -> Result<(), ApprovedSendersError> {
-        Err(ApprovedSendersError { action: "store".to_owned(), reason: "disk on fire".to_owned() })
+    fn approve(&self, _sender: &ApprovedSender) -> Result<(), AccessStoreError> {
+        Err(AccessStoreError { action: "store".to_owned(), reason: "disk on fire".to_owned() })
     }
 
-    fn revoke(&self, _channel: &str, _sender_id: &str) -> Result<bool, ApprovedSendersError> {
+    fn revoke(&self, _channel: &str, _sender_id: &str) -> Result<bool, AccessStoreError> {
         Ok(false)
     }
 
-    fn list(&self) -> Result<Vec<ApprovedSender>, ApprovedSendersError> {
+    fn list(&self) -> Result<Vec<ApprovedSender>, AccessStoreError> {
         Ok(Vec::new())
     }
 }
@@ -206,7 +206,7 @@ fn a_failing_store_fails_closed() {
 fn approving_into_a_failing_store_is_an_error() {
     let policy =
         policy_with(AccessConfig { direct: DirectPolicy::Open, ..config() }, ManualClock::new(), Arc::new(BrokenStore));
-    let Issued::New(code) =
+    let Ok(Issued::New(code)) =
         policy.pairing.issue("telegram", &Sender { id: "x".to_owned(), display_name: None }, policy.clock.now())
     else {
         panic!("no code")

@@ -26,6 +26,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { number: 3, file: "0003_bus.sql", sql: include_str!("../../migrations/0003_bus.sql") },
     Migration { number: 4, file: "0004_jobs.sql", sql: include_str!("../../migrations/0004_jobs.sql") },
     Migration { number: 5, file: "0005_scheduler.sql", sql: include_str!("../../migrations/0005_scheduler.sql") },
+    Migration {
+        number: 6,
+        file: "0006_channel_access.sql",
+        sql: include_str!("../../migrations/0006_channel_access.sql"),
+    },
 ];
 
 /// Schema version this build writes (and the newest it can open).

@@ -136,7 +136,11 @@ async fn a_schema_three_database_gains_the_job_table() {
     let path = directory.path().join("squidbot.db");
     drop(Database::open(&path).unwrap());
     let connection = rusqlite::Connection::open(&path).unwrap();
-    connection.execute_batch("DROP TABLE jobs; DROP TABLE job_revision; PRAGMA user_version = 3;").unwrap();
+    connection
+        .execute_batch(
+            "DROP TABLE jobs; DROP TABLE job_revision; DROP TABLE approved_senders; DROP TABLE pairing_codes; \
+             PRAGMA user_version = 3;",
+        ).unwrap();
     drop(connection);
     let store = SqliteJobStore::new(Database::open(&path).unwrap());
     store.insert(&job("after", Some(1))).await.unwrap();
@@ -144,7 +148,7 @@ async fn a_schema_three_database_gains_the_job_table() {
     let connection = rusqlite::Connection::open(&path).unwrap();
     let version: u32 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
     assert_eq!(version, squidbot_store::SCHEMA_VERSION);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     assert_eq!(store.revision().await.unwrap(), 1);
 }
 
@@ -281,7 +285,8 @@ async fn a_schema_four_database_keeps_its_jobs_and_gains_the_revision() {
         .execute_batch(
             "DROP TRIGGER jobs_revision_after_insert; DROP TRIGGER jobs_revision_after_update;
              DROP TRIGGER jobs_revision_after_delete; DROP TABLE job_revision; DROP INDEX jobs_generated;
-             ALTER TABLE jobs DROP COLUMN active_hours; PRAGMA user_version = 4;",
+             ALTER TABLE jobs DROP COLUMN active_hours; DROP TABLE approved_senders; DROP TABLE pairing_codes;
+             PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(connection);

@@ -1,0 +1,285 @@
+//! The channel manager: starts every enabled adapter, restarts a failed one with
+//! [`RestartBackoff`] without touching the others, reports each one's health, and turns
+//! inbound messages into turns of the [`Runner`] and their replies into platform messages.
+//!
+//! Per inbound message: de-duplicate, decide with the channel's [`AccessPolicy`], route to
+//! a context and session, handle `/new`, `/stop` and `/status`, save attachments, then
+//! run the turn while showing typing and, on channels that edit in place, streaming the
+//! reply into one message; the final reply is rendered to the platform's format and split
+//! at its limit. Messages that agents post to a channel's session outside a turn
+//! (background results, bus messages, scheduled jobs) are sent to its conversation too.
+
+mod health;
+mod inbound;
+mod outbound;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use squidbot_core::events::{Filter, Subscription, Watchlist};
+use squidbot_core::runs::Runner;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::health::HealthBook;
+pub use self::health::{ChannelHealth, ChannelState};
+use crate::backoff::{BackoffSettings, Restart, RestartBackoff};
+use crate::dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
+use crate::policy::AccessPolicy;
+use crate::port::{Attachment, Conversation, DynChannel, InboundSink};
+use crate::random::RandomSource;
+
+/// Where inbound attachments are kept: the binary saves them under the session's data
+/// directory.
+pub trait AttachmentStore: Send + Sync {
+    /// Saves `attachment`, sent in `session_key`, and returns the file's path.
+    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, String>;
+}
+
+/// One adapter and its access policy.
+pub struct ChannelEntry {
+    /// The adapter.
+    pub channel: Arc<dyn DynChannel>,
+    /// Who it answers.
+    pub policy: Arc<AccessPolicy>,
+}
+
+/// How the manager paces its work.
+#[derive(Debug, Clone, Copy)]
+pub struct ManagerSettings {
+    /// Restart backoff of failed adapters.
+    pub backoff: BackoffSettings,
+    /// Shortest time between two edits of a streamed reply (platforms rate-limit edits).
+    pub edit_interval: Duration,
+    /// How often the typing indicator is renewed while a turn runs.
+    pub typing_interval: Duration,
+    /// Attempts at sending one message when the platform fails passingly.
+    pub send_attempts: u32,
+    /// Longest wait for a platform's `retry_after` while sending a reply.
+    pub max_send_wait: Duration,
+    /// Inbound messages waiting for the manager, per gateway.
+    pub inbound_queue: usize,
+    /// Longest inbound text handed to the model, in characters; the rest is cut with a note.
+    pub max_input_chars: usize,
+}
+
+impl Default for ManagerSettings {
+    fn default() -> Self {
+        Self {
+            backoff: BackoffSettings::default(),
+            edit_interval: Duration::from_millis(1_000),
+            typing_interval: Duration::from_secs(4),
+            send_attempts: 4,
+            max_send_wait: Duration::from_secs(60),
+            inbound_queue: 256,
+            max_input_chars: 32_000,
+        }
+    }
+}
+
+/// A conversation a channel session talks in, for messages sent outside a turn.
+#[derive(Debug, Clone)]
+struct Destination {
+    channel: String,
+    conversation: Conversation,
+}
+
+/// Runs the channels of one gateway.
+pub struct ChannelManager {
+    runner: Arc<Runner>,
+    channels: HashMap<String, ChannelEntry>,
+    order: Vec<String>,
+    attachments: Arc<dyn AttachmentStore>,
+    random: Mutex<Box<dyn RandomSource>>,
+    settings: ManagerSettings,
+    health: HealthBook,
+    dedup: Mutex<Deduplicator>,
+    destinations: Mutex<HashMap<String, Destination>>,
+    watchlist: std::sync::OnceLock<Watchlist>,
+    started: Instant,
+    tracker: TaskTracker,
+}
+
+impl std::fmt::Debug for ChannelManager {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ChannelManager").field("channels", &self.order).finish_non_exhaustive()
+    }
+}
+
+impl ChannelManager {
+    /// A manager for `entries` (names must be unique; a later duplicate is dropped with a
+    /// log line) running turns on `runner`.
+    pub fn new(
+        runner: Arc<Runner>,
+        entries: Vec<ChannelEntry>,
+        attachments: Arc<dyn AttachmentStore>,
+        random: Box<dyn RandomSource>,
+        settings: ManagerSettings,
+    ) -> Self {
+        let mut channels = HashMap::new();
+        let mut order = Vec::new();
+        for entry in entries {
+            let name = entry.channel.name().to_owned();
+            if channels.contains_key(&name) {
+                tracing::error!(channel = %name, "two channels have the same name; the second is not started");
+                continue;
+            }
+            order.push(name.clone());
+            channels.insert(name, entry);
+        }
+        let health = HealthBook::new(&order);
+        Self {
+            runner,
+            channels,
+            order,
+            attachments,
+            random: Mutex::new(random),
+            settings,
+            health,
+            dedup: Mutex::new(Deduplicator::new(DEFAULT_REMEMBERED_IDS)),
+            destinations: Mutex::new(HashMap::new()),
+            watchlist: std::sync::OnceLock::new(),
+            started: Instant::now(),
+            tracker: TaskTracker::new(),
+        }
+    }
+
+    /// The channels' names, in configuration order.
+    pub fn names(&self) -> &[String] {
+        &self.order
+    }
+
+    /// Every channel's health now.
+    pub fn health(&self) -> Vec<ChannelHealth> {
+        self.health.snapshot()
+    }
+
+    /// Runs every adapter and answers their messages until `shutdown` is cancelled;
+    /// then stops the adapters and waits for running replies to be sent.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let (sink, mut inbound) = InboundSink::bounded(self.settings.inbound_queue);
+        for name in self.order.clone() {
+            let manager = self.clone();
+            let sink = sink.clone();
+            let stop = shutdown.clone();
+            self.tracker.spawn(async move { manager.supervise(&name, sink, stop).await });
+        }
+        drop(sink);
+        let events = self.runner.hub().subscribe(Filter::Watched);
+        if self.watchlist.set(events.watchlist()).is_err() {
+            tracing::error!("the channel manager was run twice; messages outside turns go to the first run only");
+        }
+        let manager = self.clone();
+        let stop = shutdown.clone();
+        self.tracker.spawn(async move { manager.forward_session_messages(events, stop).await });
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                received = inbound.recv() => match received {
+                    Some(message) => {
+                        let manager = self.clone();
+                        self.tracker.spawn(async move { manager.handle(message).await });
+                    }
+                    None => break,
+                },
+            }
+        }
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
+    /// Keeps one adapter's receive loop running, restarting it after failures.
+    async fn supervise(&self, name: &str, sink: InboundSink, shutdown: CancellationToken) {
+        let Some(entry) = self.channels.get(name) else { return };
+        let mut backoff = RestartBackoff::new(self.settings.backoff);
+        loop {
+            self.health.running(name);
+            let began = Instant::now();
+            let result = entry.channel.run_boxed(sink.clone(), shutdown.child_token()).await;
+            if shutdown.is_cancelled() {
+                self.health.stopped(name);
+                return;
+            }
+            let error = match result {
+                Ok(()) => crate::port::ChannelError::transient(format!(
+                    "can't keep {name} running: its receive loop ended without being asked to"
+                )),
+                Err(error) => error,
+            };
+            let restart = {
+                let mut random = self.random.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                backoff.after_failure(&error, began.elapsed(), random.as_mut())
+            };
+            match restart {
+                Restart::Never => {
+                    tracing::error!(channel = %name, %error, "channel stopped: fix its configuration and restart the gateway");
+                    self.health.failed(name, &error.to_string());
+                    return;
+                }
+                Restart::After(wait) => {
+                    tracing::warn!(channel = %name, %error, retry_in_ms = wait.as_millis() as u64, "channel failed; restarting after a backoff");
+                    self.health.restarting(name, &error.to_string(), wait, backoff.failures());
+                    tokio::select! {
+                        () = shutdown.cancelled() => {
+                            self.health.stopped(name);
+                            return;
+                        }
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Remembers where a channel session talks, so messages posted to it outside a turn
+    /// reach the conversation.
+    fn remember_destination(&self, session_key: &str, channel: &str, conversation: &Conversation) {
+        let mut destinations = self.destinations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fresh = destinations
+            .insert(
+                session_key.to_owned(),
+                Destination { channel: channel.to_owned(), conversation: conversation.clone() },
+            )
+            .is_none();
+        if fresh && let Some(watchlist) = self.watchlist.get() {
+            watchlist.watch_session(session_key);
+        }
+    }
+
+    fn destination(&self, session_key: &str) -> Option<Destination> {
+        let destinations = self.destinations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        destinations.get(session_key).cloned()
+    }
+
+    /// Sends background results and bus messages of channel sessions to their
+    /// conversations.
+    async fn forward_session_messages(&self, mut events: Subscription, shutdown: CancellationToken) {
+        loop {
+            let event = tokio::select! {
+                () = shutdown.cancelled() => return,
+                event = events.recv() => match event {
+                    Some(event) => event,
+                    None => return,
+                },
+            };
+            let text = match &event.kind {
+                squidbot_core::events::TurnEventKind::Background { text, .. }
+                | squidbot_core::events::TurnEventKind::BusMessage { text, .. } => text.clone(),
+                _ => continue,
+            };
+            let Some(destination) = self.destination(&event.session_key) else { continue };
+            let Some(entry) = self.channels.get(&destination.channel) else { continue };
+            self.send_reply(entry, &destination.conversation, None, &text).await;
+        }
+    }
+
+    /// Seconds since the manager was made.
+    fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+}

@@ -1,0 +1,251 @@
+//! One inbound message: de-duplicated, checked against the policy, routed, then either a
+//! command (`/new`, `/stop`, `/status`) or a turn whose reply goes back to the chat.
+
+use squidbot_core::events::TurnEventKind;
+use squidbot_core::runs::RunRequest;
+use tokio_util::sync::CancellationToken;
+
+use super::health::Count;
+use super::outbound::StreamedReply;
+use super::{ChannelEntry, ChannelManager};
+use crate::policy::{Decision, pairing_reply};
+use crate::port::{InboundMessage, StreamMode};
+use crate::session::{OWNER_CONTEXT, route};
+
+/// What the person sees when a turn fails and they are not an owner (owners see why).
+const FAILURE_REPLY: &str = "Sorry, something went wrong while answering. Please try again later.";
+
+/// The commands every channel understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    New,
+    Stop,
+    Status,
+}
+
+fn command(text: &str) -> Option<Command> {
+    let word = text.split_whitespace().next()?;
+    match word.to_ascii_lowercase().as_str() {
+        "/new" | "/reset" => Some(Command::New),
+        "/stop" => Some(Command::Stop),
+        "/status" => Some(Command::Status),
+        _ => None,
+    }
+}
+
+impl ChannelManager {
+    /// Handles one message from an adapter.
+    pub(super) async fn handle(&self, message: InboundMessage) {
+        let Some(entry) = self.channels.get(&message.channel) else {
+            tracing::warn!(channel = %message.channel, "a message came from an unknown channel; dropped");
+            return;
+        };
+        let first_time = {
+            let mut dedup = self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            dedup.first_time(&message.channel, &message.platform_message_id)
+        };
+        if !first_time {
+            tracing::debug!(channel = %message.channel, id = %message.platform_message_id, "redelivered message dropped");
+            self.health.count(&message.channel, Count::Duplicate);
+            return;
+        }
+        self.health.count(&message.channel, Count::Received);
+        match entry.policy.decide(&message) {
+            Decision::Answer => {}
+            Decision::Ignore { reason } => {
+                tracing::info!(channel = %message.channel, sender = %message.sender.id, %reason, "message not answered");
+                self.health.count(&message.channel, Count::Denied);
+                return;
+            }
+            Decision::Refuse { reason, reply } => {
+                tracing::info!(channel = %message.channel, sender = %message.sender.id, %reason, "message refused");
+                self.health.count(&message.channel, Count::Denied);
+                if let Some(reply) = reply {
+                    self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
+                }
+                return;
+            }
+            Decision::PairingCode { code } => {
+                tracing::info!(channel = %message.channel, sender = %message.sender.id, "pairing code issued; run `squidbot users approve` with it to let them in");
+                self.health.count(&message.channel, Count::Denied);
+                let reply = pairing_reply(&code);
+                self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
+                return;
+            }
+        }
+        let route = route(&message, entry.policy.owners());
+        let is_owner = route.context == OWNER_CONTEXT;
+        self.remember_destination(&route.session_key, &message.channel, &message.conversation);
+        if let Some(command) = command(&message.text) {
+            let reply = self.run_command(command, &route.session_key).await;
+            self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
+            return;
+        }
+        let input = self.input_of(&message, &route.session_key);
+        if input.trim().is_empty() {
+            tracing::debug!(channel = %message.channel, id = %message.platform_message_id, "empty message ignored");
+            return;
+        }
+        if let Err(error) = self.runner.session_in(&route.session_key, &route.context).await {
+            tracing::error!(channel = %message.channel, session = %route.session_key, %error, "can't open the session");
+            let reply = if is_owner { format!("can't open the session: {error}") } else { FAILURE_REPLY.to_owned() };
+            self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
+            return;
+        }
+        let request = RunRequest {
+            session_key: route.session_key.clone(),
+            input,
+            origin: message.channel.clone(),
+            run_id: None,
+            correlation_id: None,
+        };
+        let mut handle = match self.runner.start(request) {
+            Ok(handle) => handle,
+            Err(error) => {
+                tracing::warn!(channel = %message.channel, %error, "can't start a turn");
+                let reply = if is_owner { format!("can't start: {error}") } else { FAILURE_REPLY.to_owned() };
+                self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
+                return;
+            }
+        };
+        self.health.count(&message.channel, Count::Answered);
+        if let Err(error) = entry.channel.acknowledge_boxed(&message).await {
+            tracing::debug!(channel = %message.channel, %error, "can't acknowledge the message");
+        }
+        let typing = self.keep_typing(entry, &message);
+        let capabilities = entry.channel.capabilities();
+        let mut reply =
+            StreamedReply::new(&message.conversation, &message.platform_message_id, capabilities, self.settings);
+        while let Some(event) = handle.events.recv().await {
+            match &event.kind {
+                TurnEventKind::Delta { text } if capabilities.streams == StreamMode::EditInPlace => {
+                    reply.push(text);
+                    self.stream_update(entry, &mut reply).await;
+                }
+                TurnEventKind::StreamReset => reply.reset(),
+                TurnEventKind::Finished { reply: text, .. } => {
+                    typing.cancel();
+                    self.finish_reply(entry, &mut reply, text).await;
+                    break;
+                }
+                TurnEventKind::Aborted { partial, .. } => {
+                    typing.cancel();
+                    let text =
+                        if partial.trim().is_empty() { "(stopped)".to_owned() } else { format!("{partial} (stopped)") };
+                    self.finish_reply(entry, &mut reply, &text).await;
+                    break;
+                }
+                TurnEventKind::Failed { error, .. } => {
+                    typing.cancel();
+                    tracing::warn!(channel = %message.channel, session = %route.session_key, %error, "turn failed");
+                    let text = if is_owner { format!("can't answer: {error}") } else { FAILURE_REPLY.to_owned() };
+                    self.finish_reply(entry, &mut reply, &text).await;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        typing.cancel();
+    }
+
+    /// The text handed to the model: the message (cut at the limit, with a note) and a
+    /// line per attachment saying where it was saved.
+    fn input_of(&self, message: &InboundMessage, session_key: &str) -> String {
+        let limit = self.settings.max_input_chars;
+        let mut input = if message.text.chars().count() > limit {
+            tracing::warn!(channel = %message.channel, id = %message.platform_message_id, limit, "inbound text cut at the limit");
+            let kept: String = message.text.chars().take(limit).collect();
+            format!("{kept}\n[the message was cut here: it was longer than {limit} characters]")
+        } else {
+            message.text.clone()
+        };
+        for attachment in &message.attachments {
+            let size = match &attachment.data {
+                crate::port::AttachmentData::Bytes(bytes) => format!(", {} bytes", bytes.len()),
+                crate::port::AttachmentData::Path(_) => String::new(),
+            };
+            if !input.is_empty() {
+                input.push('\n');
+            }
+            match self.attachments.save(session_key, attachment) {
+                Ok(path) => input.push_str(&format!(
+                    "[attachment {} ({}{size}) saved at {}]",
+                    attachment.name,
+                    attachment.mime,
+                    path.display()
+                )),
+                Err(error) => {
+                    tracing::warn!(channel = %message.channel, name = %attachment.name, %error, "can't save an attachment");
+                    input.push_str(&format!("[attachment {} could not be saved: {error}]", attachment.name));
+                }
+            }
+        }
+        input
+    }
+
+    async fn run_command(&self, command: Command, session_key: &str) -> String {
+        match command {
+            Command::New => match self.runner.reset(session_key).await {
+                Ok(()) => "Started a new conversation.".to_owned(),
+                Err(error) => format!("can't start a new conversation: {error}"),
+            },
+            Command::Stop => {
+                let stopped = self.runner.abort(session_key, None);
+                if stopped.is_empty() { "Nothing is running.".to_owned() } else { "Stopped.".to_owned() }
+            }
+            Command::Status => {
+                let agent = self.runner.agent();
+                let running = self.runner.active_runs().iter().filter(|(_, session)| session == session_key).count();
+                let channels: Vec<String> =
+                    self.health().iter().map(|health| format!("{} {}", health.name, health.state.as_str())).collect();
+                format!(
+                    "model: {}\nsession: {session_key}\nrunning turns here: {running}\nchannels: {}\nup for: {} s",
+                    agent.settings().model,
+                    channels.join(", "),
+                    self.uptime().as_secs()
+                )
+            }
+        }
+    }
+
+    /// Shows typing in the message's conversation until the returned token is cancelled.
+    fn keep_typing(&self, entry: &ChannelEntry, message: &InboundMessage) -> CancellationToken {
+        let stop = CancellationToken::new();
+        if !entry.channel.capabilities().typing {
+            return stop;
+        }
+        let channel = entry.channel.clone();
+        let conversation = message.conversation.clone();
+        let interval = self.settings.typing_interval;
+        let token = stop.clone();
+        self.tracker.spawn(async move {
+            loop {
+                if let Err(error) = channel.typing_boxed(&conversation).await {
+                    tracing::debug!(channel = %channel.name(), %error, "can't show typing");
+                }
+                tokio::select! {
+                    () = token.cancelled() => return,
+                    () = tokio::time::sleep(interval) => {}
+                }
+            }
+        });
+        stop
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_recognised_by_their_first_word() {
+        assert_eq!(command("/new"), Some(Command::New));
+        assert_eq!(command("  /NEW please"), Some(Command::New));
+        assert_eq!(command("/reset"), Some(Command::New));
+        assert_eq!(command("/stop"), Some(Command::Stop));
+        assert_eq!(command("/status"), Some(Command::Status));
+        assert_eq!(command("/newer"), None);
+        assert_eq!(command("tell me about /new"), None);
+        assert_eq!(command(""), None);
+    }
+}
