@@ -21,7 +21,10 @@ pub(crate) async fn report(gateway: &Gateway) -> Value {
             Err(error) => json!({"status": "error", "error": error.to_string()}),
         },
     };
-    let degraded = memory["status"] == "error";
+    let channels: serde_json::Map<String, Value> =
+        crate::channels::views(gateway).iter().map(|channel| (channel.name.clone(), channel.json())).collect();
+    let channel_down = crate::channels::views(gateway).iter().any(|channel| !channel.up);
+    let degraded = memory["status"] == "error" || channel_down;
     json!({
         "status": if degraded { "degraded" } else { "ok" },
         "ok": !degraded,
@@ -35,7 +38,7 @@ pub(crate) async fn report(gateway: &Gateway) -> Value {
             "providers": gateway.services.providers,
             "memory": memory,
             "websocket": {"status": "ok", "connections": gauges.ws_connections},
-            "channels": {},
+            "channels": channels,
         },
     })
 }

@@ -4,6 +4,7 @@
 
 mod auth;
 mod bus;
+mod channels;
 mod health;
 mod limiter;
 mod metrics;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use auth::Auth;
 pub use bus::AssistantRoute;
+pub use channels::{ChannelLister, ChannelServices, ChannelView, WebhookHandler, WebhookResponse};
 pub use ws::methods::MAIN_SESSION;
 
 /// What the gateway can show and change besides running turns. Everything is optional so
@@ -55,6 +57,8 @@ pub struct Services {
     /// The scheduler's jobs, for the `cron.*` methods and the Cron panel; `None` when the
     /// scheduler is off (`scheduler.enabled = false`).
     pub jobs: Option<JobServices>,
+    /// The chat channels, for `status`, `/health`, `/metrics` and `POST /webhook/<name>`.
+    pub channels: Option<ChannelServices>,
 }
 
 /// What the `cron.*` methods work with.
@@ -179,7 +183,7 @@ impl Gateway {
             open_sessions: self.runner.open_sessions(),
             active_runs: self.runner.active_runs().len(),
             ws_connections: self.ws_open.load(Ordering::Relaxed),
-            channels: Vec::new(),
+            channels: channels::views(self),
             uptime: self.started.elapsed(),
             workers_running: self.runner.agent().delegation().map_or(0, |delegation| delegation.pool().running().len()),
             bus_results: self.services.bus.as_ref().map(|bus| bus.result_counts()).unwrap_or_default(),
@@ -197,6 +201,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/webhook/{name}", post(channels::webhook))
         .with_state(gateway)
 }
 

@@ -84,8 +84,8 @@ pub struct Gauges {
     pub active_runs: usize,
     /// Open WebSocket connections.
     pub ws_connections: usize,
-    /// Channel adapters and whether each is up.
-    pub channels: Vec<(String, bool)>,
+    /// Channel adapters, their health and counters.
+    pub channels: Vec<crate::ChannelView>,
     /// Time since start.
     pub uptime: Duration,
     /// Sub-agents running now.
@@ -216,8 +216,49 @@ impl Metrics {
         family(&mut output, "squidbot_ws_connections_total", "counter", "WebSocket connections accepted.");
         output.push_str(&format!("squidbot_ws_connections_total {}\n", data.ws_connections_total));
         family(&mut output, "squidbot_channel_up", "gauge", "1 when a channel adapter is connected.");
-        for (channel, up) in &gauges.channels {
-            output.push_str(&format!("squidbot_channel_up{{channel=\"{}\"}} {}\n", label(channel), u8::from(*up)));
+        for channel in &gauges.channels {
+            output.push_str(&format!(
+                "squidbot_channel_up{{channel=\"{}\",kind=\"{}\"}} {}\n",
+                label(&channel.name),
+                label(&channel.kind),
+                u8::from(channel.up)
+            ));
+        }
+        family(&mut output, "squidbot_channel_restarts_total", "counter", "Channel adapter restarts after failures.");
+        for channel in &gauges.channels {
+            output.push_str(&format!(
+                "squidbot_channel_restarts_total{{channel=\"{}\"}} {}\n",
+                label(&channel.name),
+                channel.restarts
+            ));
+        }
+        family(&mut output, "squidbot_channel_messages_total", "counter", "Inbound channel messages by outcome.");
+        for channel in &gauges.channels {
+            for (outcome, count) in [
+                ("received", channel.received),
+                ("answered", channel.answered),
+                ("denied", channel.denied),
+                ("duplicate", channel.duplicates),
+            ] {
+                output.push_str(&format!(
+                    "squidbot_channel_messages_total{{channel=\"{}\",outcome=\"{outcome}\"}} {count}\n",
+                    label(&channel.name)
+                ));
+            }
+        }
+        family(
+            &mut output,
+            "squidbot_channel_sent_total",
+            "counter",
+            "Messages and edits sent to channels, by result.",
+        );
+        for channel in &gauges.channels {
+            for (result, count) in [("ok", channel.sent), ("failed", channel.send_failures)] {
+                output.push_str(&format!(
+                    "squidbot_channel_sent_total{{channel=\"{}\",result=\"{result}\"}} {count}\n",
+                    label(&channel.name)
+                ));
+            }
         }
         family(&mut output, "squidbot_errors_total", "counter", "Errors by kind.");
         for (kind, count) in &data.errors {
@@ -358,8 +399,24 @@ mod tests {
             }));
         }
         metrics.record(&event(TurnEventKind::Failed { error: "x".into(), duration: Duration::from_millis(1) }));
-        let text =
-            metrics.render(&Gauges { ws_connections: 3, channels: vec![("matrix".into(), true)], ..Gauges::default() });
+        let text = metrics.render(&Gauges {
+            ws_connections: 3,
+            channels: vec![crate::ChannelView {
+                name: "matrix".into(),
+                kind: "matrix".into(),
+                state: "running".into(),
+                up: true,
+                last_error: None,
+                restarts: 2,
+                received: 5,
+                answered: 4,
+                denied: 1,
+                duplicates: 1,
+                sent: 7,
+                send_failures: 0,
+            }],
+            ..Gauges::default()
+        });
         assert!(text.contains("squidbot_turns_total{model=\"a/\\\"b\\\"\",outcome=\"completed\"} 2"), "{text}");
         assert!(text.contains("le=\"0.05\"} 1\n"), "{text}");
         assert!(text.contains("le=\"+Inf\"} 2\n"), "{text}");
@@ -369,7 +426,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("squidbot_ws_connections 3\n"), "{text}");
-        assert!(text.contains("squidbot_channel_up{channel=\"matrix\"} 1\n"), "{text}");
+        assert!(text.contains("squidbot_channel_up{channel=\"matrix\",kind=\"matrix\"} 1\n"), "{text}");
+        assert!(text.contains("squidbot_channel_restarts_total{channel=\"matrix\"} 2\n"), "{text}");
+        assert!(text.contains("squidbot_channel_messages_total{channel=\"matrix\",outcome=\"denied\"} 1\n"), "{text}");
+        assert!(text.contains("squidbot_channel_sent_total{channel=\"matrix\",result=\"ok\"} 7\n"), "{text}");
         assert!(text.contains("squidbot_errors_total{kind=\"turn\"} 1\n"), "{text}");
         assert_eq!(metrics.usage_totals(), (3, 15, 3));
     }

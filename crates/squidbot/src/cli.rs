@@ -67,6 +67,30 @@ pub enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
+    /// Who may talk to the assistant on the chat channels: approved senders and pairing
+    /// codes waiting for approval.
+    Users {
+        /// Which users action.
+        #[command(subcommand)]
+        action: UsersAction,
+    },
+}
+
+/// `squidbot users …`.
+#[derive(Debug, Subcommand)]
+pub enum UsersAction {
+    /// List approved senders and the pairing codes waiting for approval.
+    List(JsonFlag),
+    /// Let in the sender a pairing code was given to (the code works once, within an hour).
+    Approve {
+        /// The code the sender received, e.g. `K7MPQ2`.
+        code: String,
+    },
+    /// Withdraw an approval.
+    Revoke {
+        /// `CHANNEL:SENDER_ID`, as `squidbot users list` shows it.
+        sender: String,
+    },
 }
 
 /// `squidbot workers …`.

@@ -13,6 +13,7 @@ mod send;
 mod sessions;
 mod skills;
 mod status;
+mod users;
 mod workers;
 
 use std::process::ExitCode;
@@ -69,6 +70,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         Command::Skills { action } => {
             let environment = Environment::load()?;
             skills::run(&environment, action).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Users { action } => {
+            let environment = Environment::load()?;
+            users::run(&environment, &action).map(|()| ExitCode::SUCCESS)
         }
         Command::Maintenance => {
             let environment = Environment::load()?;

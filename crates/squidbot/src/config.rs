@@ -179,6 +179,7 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
         });
     }
     issues.extend(scheduler_issues(&config.scheduler));
+    issues.extend(crate::channels::settings::issues(config));
     let memory = &config.memory;
     let thresholds = [memory.compact_at, memory.aggressive_at, memory.emergency_at];
     if !(thresholds.windows(2).all(|pair| pair[0] <= pair[1])
@@ -253,6 +254,7 @@ pub fn secret_values(config: &Config) -> Vec<String> {
         values.push(header.expose().to_owned());
         values.extend(header.expose().split_whitespace().last().map(str::to_owned));
     }
+    values.extend(crate::channels::settings::secret_values(config));
     let web = &config.tools.web;
     values.extend(web.brave_api_key.iter().map(|key| key.expose().to_owned()));
     if let Ok(value) = std::env::var(&web.brave_api_key_env) {

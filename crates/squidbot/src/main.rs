@@ -2,6 +2,7 @@
 
 mod agents;
 mod bus;
+mod channels;
 mod cli;
 mod commands;
 mod config;

@@ -375,7 +375,9 @@ impl Environment {
         if allowed(roles::CANCEL_WORKER) {
             tools.register(Arc::new(CancelWorkerTool::new(delegator.clone())));
         }
+        let contexts = Arc::new(crate::channels::files::ContextDirectories::new(&self.paths.home, &workspace));
         Ok(Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings)
+            .with_context_workspaces(contexts)
             .with_compaction(compaction)
             .with_sections(sections)
             .with_prompt_profile(profile)

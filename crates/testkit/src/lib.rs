@@ -14,6 +14,9 @@
 mod anthropic;
 mod embeddings;
 mod exchange;
+pub mod fake_discord;
+pub mod fake_slack;
+pub mod fake_telegram;
 mod fixed_reply;
 pub mod invariants;
 mod openai;

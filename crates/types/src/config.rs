@@ -8,10 +8,12 @@ use serde::{Deserialize, Serialize};
 use crate::secret::Secret;
 
 mod bus;
+mod channels;
 mod scheduler;
 mod web;
 
 pub use bus::{BusConfig, DEFAULT_ACK_TIMEOUT_MS, DEFAULT_STALE_AFTER_SECS};
+pub use channels::{CHANNEL_KINDS, ChannelConfig};
 pub use scheduler::{HeartbeatConfig, LOCAL_ZONE, SchedulerConfig};
 pub use web::{
     DEFAULT_BRAVE_API_KEY_ENV, DEFAULT_BRAVE_URL, DEFAULT_DUCKDUCKGO_URL, DEFAULT_FETCH_MAX_BYTES,
@@ -50,6 +52,8 @@ pub struct Config {
     pub bus: BusConfig,
     /// Cron jobs, heartbeats and housekeeping jobs.
     pub scheduler: SchedulerConfig,
+    /// Chat channels, `[channels.<name>]`.
+    pub channels: BTreeMap<String, ChannelConfig>,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <

@@ -151,8 +151,11 @@ async fn status(connection: &Connection) -> Value {
         "uptimeMs": gauges.uptime.as_millis() as u64,
         "model": gateway.runner.agent().settings().model,
         "providers": gateway.services.providers,
-        "channels": [],
-        "channelSummary": [],
+        "channels": crate::channels::views(gateway).iter().map(crate::channels::ChannelView::json).collect::<Vec<_>>(),
+        "channelSummary": crate::channels::views(gateway)
+            .iter()
+            .map(|channel| format!("{} ({}): {}", channel.name, channel.kind, channel.state))
+            .collect::<Vec<_>>(),
         "usage": {"turns": turns, "inputTokens": input, "outputTokens": output},
         "sessionsOpen": gauges.open_sessions,
         "workers": super::workers::summary(gateway),

@@ -124,6 +124,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         skills: Some(skill_lister(environment)),
         bus: Some(environment.bus()?),
         jobs: None,
+        channels: None,
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
         .await
@@ -140,6 +141,8 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         owner_context: crate::wiring::OWNER_CONTEXT.to_owned(),
         default_zone: environment.job_zone(),
     });
+    let channels = crate::channels::start(environment, &runner, shutdown.clone())?;
+    services.channels = channels.as_ref().map(|running| running.services.clone());
     let gateway = Gateway::new(runner, auth, models, services);
     let local = listener.local_addr()?;
     println!("listening on http://{local}");
@@ -152,6 +155,11 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     shutdown.cancel();
     if let Some(scheduler) = scheduler {
         scheduler.stopped().await;
+    }
+    if let Some(channels) = channels
+        && let Err(error) = channels.done.await
+    {
+        tracing::warn!(%error, "the channel manager ended abnormally");
     }
     served.context("the gateway stopped")?;
     eprintln!("gateway stopped");

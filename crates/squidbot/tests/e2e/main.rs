@@ -22,3 +22,4 @@ mod scheduler;
 mod skills;
 mod web;
 mod web_ui;
+mod webhook;

@@ -1,0 +1,164 @@
+//! The files channels make: inbound attachments saved under their session's data
+//! directory, and the workspaces of user and group contexts.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use squidbot_channels::{Attachment, AttachmentData, AttachmentStore};
+use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaces};
+use squidbot_store::{FsWorkspace, encode_key};
+
+/// Prompt files a new user or group workspace starts with, copied from the owner's: who
+/// the assistant is and how it works, not who the owner is (`USER.md`, `MEMORY.md` and
+/// `HEARTBEAT.md` stay the owner's).
+const SHARED_PROMPT_FILES: [&str; 4] = ["SOUL.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md"];
+
+/// Longest file name kept from a sender's attachment name.
+const MAX_NAME_CHARS: usize = 80;
+
+/// Saves attachments to `<sessions>/<session>.files/<time>-<name>`.
+#[derive(Debug, Clone)]
+pub struct SessionFiles {
+    sessions: PathBuf,
+}
+
+impl SessionFiles {
+    /// Attachments kept beside the session files in `sessions`.
+    pub fn new(sessions: PathBuf) -> Self {
+        Self { sessions }
+    }
+}
+
+/// A sender's file name made safe: letters, digits, `.`, `-`, `_` kept, anything else
+/// `_`, no leading dot, at most [`MAX_NAME_CHARS`].
+fn safe_name(name: &str) -> String {
+    let cleaned: String = name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(name)
+        .chars()
+        .map(|character| if character.is_ascii_alphanumeric() || "._-".contains(character) { character } else { '_' })
+        .take(MAX_NAME_CHARS)
+        .collect();
+    let trimmed = cleaned.trim_start_matches('.');
+    if trimmed.is_empty() { "attachment".to_owned() } else { trimmed.to_owned() }
+}
+
+impl AttachmentStore for SessionFiles {
+    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, String> {
+        let directory =
+            self.sessions.join(format!("{}.files", encode_key(session_key).map_err(|error| error.to_string())?));
+        std::fs::create_dir_all(&directory)
+            .map_err(|error| format!("can't create {}: {error}", directory.display()))?;
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis());
+        let path = directory.join(format!("{stamp}-{}", safe_name(&attachment.name)));
+        match &attachment.data {
+            AttachmentData::Bytes(bytes) => std::fs::write(&path, bytes),
+            AttachmentData::Path(source) => std::fs::copy(source, &path).map(drop),
+        }
+        .map_err(|error| format!("can't write {}: {error}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// User contexts work in `<home>/users/<id>/workspace`, groups in
+/// `<home>/groups/<id>/workspace`; the owner in the main workspace.
+pub struct ContextDirectories {
+    home: PathBuf,
+    owner_workspace: PathBuf,
+    open: Mutex<HashMap<String, ContextWorkspace>>,
+}
+
+impl ContextDirectories {
+    /// Directories under `home`, new workspaces seeded from `owner_workspace`.
+    pub fn new(home: &Path, owner_workspace: &Path) -> Self {
+        Self {
+            home: home.to_path_buf(),
+            owner_workspace: owner_workspace.to_path_buf(),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn directory_of(&self, context: &str) -> Result<Option<PathBuf>, String> {
+        let (parent, id) = if let Some(id) = context.strip_prefix("user:") {
+            ("users", id)
+        } else if let Some(id) = context.strip_prefix("group:") {
+            ("groups", id)
+        } else {
+            return Ok(None);
+        };
+        let id = encode_key(id).map_err(|error| error.to_string())?;
+        Ok(Some(self.home.join(parent).join(id).join("workspace")))
+    }
+}
+
+impl ContextWorkspaces for ContextDirectories {
+    fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, String> {
+        if let Some(open) = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(context) {
+            return Ok(Some(open.clone()));
+        }
+        let Some(directory) = self.directory_of(context)? else { return Ok(None) };
+        std::fs::create_dir_all(&directory)
+            .map_err(|error| format!("can't create {}: {error}", directory.display()))?;
+        for name in SHARED_PROMPT_FILES {
+            let target = directory.join(name);
+            let source = self.owner_workspace.join(name);
+            if !target.exists() && source.is_file() {
+                std::fs::copy(&source, &target)
+                    .map_err(|error| format!("can't copy {} to {}: {error}", source.display(), target.display()))?;
+            }
+        }
+        let workspace = ContextWorkspace { path: directory.clone(), files: Arc::new(FsWorkspace::new(directory)) };
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(context.to_owned(), workspace.clone());
+        Ok(Some(workspace))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sender_file_names_cannot_escape_or_hide() {
+        assert_eq!(safe_name("../../etc/passwd"), "passwd");
+        assert_eq!(safe_name("..\\..\\boot.ini"), "boot.ini");
+        assert_eq!(safe_name(".bashrc"), "bashrc");
+        assert_eq!(safe_name("my photo (1).jpg"), "my_photo__1_.jpg");
+        assert_eq!(safe_name(""), "attachment");
+        assert_eq!(safe_name(&"a".repeat(500)).len(), MAX_NAME_CHARS);
+    }
+
+    #[test]
+    fn attachments_land_beside_their_session() {
+        let home = tempfile::tempdir().unwrap();
+        let files = SessionFiles::new(home.path().join("sessions"));
+        let attachment =
+            Attachment { name: "../x.png".into(), mime: "image/png".into(), data: AttachmentData::Bytes(vec![7; 3]) };
+        let path = files.save("telegram:42", &attachment).unwrap();
+        assert!(path.starts_with(home.path().join("sessions").join("telegram:42.files")), "{}", path.display());
+        assert!(path.file_name().unwrap().to_string_lossy().ends_with("-x.png"));
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7; 3]);
+    }
+
+    #[test]
+    fn a_user_context_gets_its_own_workspace_without_the_owners_private_files() {
+        let home = tempfile::tempdir().unwrap();
+        let owner = home.path().join("workspace");
+        std::fs::create_dir_all(&owner).unwrap();
+        std::fs::write(owner.join("SOUL.md"), "be kind").unwrap();
+        std::fs::write(owner.join("USER.md"), "the owner's private notes").unwrap();
+        let directories = ContextDirectories::new(home.path(), &owner);
+        assert!(directories.workspace("owner").unwrap().is_none());
+        let user = directories.workspace("user:telegram:42").unwrap().unwrap();
+        assert_eq!(user.path, home.path().join("users").join("telegram:42").join("workspace"));
+        assert_eq!(user.files.read("SOUL.md").as_deref(), Some("be kind"));
+        assert_eq!(user.files.read("USER.md"), None);
+        let group = directories.workspace("group:slack:C1").unwrap().unwrap();
+        assert!(group.path.starts_with(home.path().join("groups")));
+    }
+}

@@ -1,0 +1,325 @@
+//! The webhook channel: `POST /webhook/<name>` with a JSON message, signed with
+//! HMAC-SHA256 over `<timestamp>.<body>` by a secret shared with the caller. The reply
+//! comes back in the response, or, when the turn outlasts `reply_timeout_secs`, the
+//! request is answered `202` and the reply is posted to the message's `callback_url`.
+//!
+//! Headers: `X-Squidbot-Timestamp: <unix seconds>` (within five minutes of the gateway's
+//! clock, so a captured request can't be replayed later) and `X-Squidbot-Signature:
+//! sha256=<hex>`. Body: `{"sender": "...", "text": "...", "id"?: "...",
+//! "conversation"?: "...", "callback_url"?: "..."}`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use squidbot_channels::{
+    Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink, MarkdownFlavor,
+    OutboundMessage, Sender, SentMessage, StreamMode,
+};
+use squidbot_core::BoxFuture;
+use squidbot_server::{WebhookHandler, WebhookResponse};
+use squidbot_types::Secret;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// The header carrying the signature.
+pub const SIGNATURE_HEADER: &str = "x-squidbot-signature";
+/// The header carrying the signing time.
+pub const TIMESTAMP_HEADER: &str = "x-squidbot-timestamp";
+/// Largest accepted request body.
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest difference between the signing time and the gateway's clock.
+const MAX_CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
+/// Requests waiting to be handed to the manager.
+const QUEUE: usize = 64;
+
+/// A message as callers post it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Posted {
+    sender: String,
+    text: String,
+    id: Option<String>,
+    conversation: Option<String>,
+    callback_url: Option<String>,
+}
+
+/// One webhook channel.
+pub struct WebhookChannel {
+    name: String,
+    secret: Secret,
+    reply_timeout: Duration,
+    queue: mpsc::Sender<InboundMessage>,
+    incoming: tokio::sync::Mutex<mpsc::Receiver<InboundMessage>>,
+    waiting: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    callbacks: Mutex<HashMap<String, String>>,
+    http: reqwest::Client,
+}
+
+impl WebhookChannel {
+    /// The webhook `name`, checking signatures with `secret`.
+    pub fn new(name: &str, secret: Secret, reply_timeout: Duration) -> Self {
+        let (queue, incoming) = mpsc::channel(QUEUE);
+        Self {
+            name: name.to_owned(),
+            secret,
+            reply_timeout,
+            queue,
+            incoming: tokio::sync::Mutex::new(incoming),
+            waiting: Mutex::new(HashMap::new()),
+            callbacks: Mutex::new(HashMap::new()),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn verify(&self, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Result<(), String> {
+        let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+        let Some(stamp) = header(TIMESTAMP_HEADER) else {
+            return Err(format!("the {TIMESTAMP_HEADER} header is missing"));
+        };
+        let Ok(signed_at) = stamp.parse::<u64>() else { return Err(format!("{TIMESTAMP_HEADER} is not Unix seconds")) };
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
+        if now.abs_diff(signed_at) > MAX_CLOCK_SKEW.as_secs() {
+            return Err("the request was signed more than five minutes away from now".to_owned());
+        }
+        let Some(signature) = header(SIGNATURE_HEADER).and_then(|value| value.strip_prefix("sha256=")) else {
+            return Err(format!("the {SIGNATURE_HEADER} header is missing or not sha256=<hex>"));
+        };
+        let Some(signature) = decode_hex(signature) else { return Err("the signature is not hex".to_owned()) };
+        let mut mac = Hmac::<Sha256>::new_from_slice(self.secret.expose().as_bytes())
+            .map_err(|error| format!("can't use the webhook secret: {error}"))?;
+        mac.update(stamp.as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        mac.verify_slice(&signature).map_err(|_mismatch| "the signature does not match".to_owned())
+    }
+
+    async fn receive(&self, headers: HeaderMap, body: Bytes) -> WebhookResponse {
+        let refuse = |status: StatusCode, error: String| {
+            tracing::warn!(channel = %self.name, %error, "webhook request refused");
+            WebhookResponse { status, body: json!({"error": error}) }
+        };
+        if body.len() > MAX_BODY_BYTES {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over {MAX_BODY_BYTES} bytes"));
+        }
+        if let Err(error) = self.verify(&headers, &body, SystemTime::now()) {
+            return refuse(StatusCode::UNAUTHORIZED, format!("can't accept the request: {error}"));
+        }
+        let posted: Posted = match serde_json::from_slice(&body) {
+            Ok(posted) => posted,
+            Err(error) => return refuse(StatusCode::BAD_REQUEST, format!("can't read the message: {error}")),
+        };
+        if posted.sender.trim().is_empty() || posted.text.trim().is_empty() {
+            return refuse(StatusCode::BAD_REQUEST, "can't read the message: sender and text must not be empty".into());
+        }
+        let id = posted.id.filter(|id| !id.trim().is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let (reply, replied) = oneshot::channel();
+        {
+            let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if waiting.contains_key(&id) {
+                return refuse(StatusCode::CONFLICT, format!("message {id} is already being answered"));
+            }
+            waiting.insert(id.clone(), reply);
+        }
+        if let Some(url) = &posted.callback_url {
+            self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), url.clone());
+        }
+        let message = InboundMessage {
+            channel: self.name.clone(),
+            platform_message_id: id.clone(),
+            conversation: Conversation {
+                id: posted.conversation.unwrap_or_else(|| posted.sender.clone()),
+                kind: ConversationKind::Direct,
+                thread: None,
+            },
+            sender: Sender { id: posted.sender, display_name: None },
+            text: posted.text,
+            mentions_bot: true,
+            attachments: Vec::new(),
+            received_at: jiff::Timestamp::now(),
+        };
+        if self.queue.try_send(message).is_err() {
+            self.forget(&id);
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many messages are waiting; try again later".into());
+        }
+        match tokio::time::timeout(self.reply_timeout, replied).await {
+            Ok(Ok(text)) => {
+                self.forget(&id);
+                WebhookResponse { status: StatusCode::OK, body: json!({"id": id, "reply": text}) }
+            }
+            Ok(Err(_)) | Err(_) => {
+                self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+                let callback =
+                    self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&id);
+                WebhookResponse {
+                    status: StatusCode::ACCEPTED,
+                    body: json!({"id": id, "status": "accepted", "callback": callback}),
+                }
+            }
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
+        self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
+    }
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|start| u8::from_str_radix(text.get(start..start + 2)?, 16).ok()).collect()
+}
+
+impl Channel for WebhookChannel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            streams: StreamMode::SendOnce,
+            typing: false,
+            threads: false,
+            max_message_chars: 1_000_000,
+            markdown: MarkdownFlavor::PlainText,
+        }
+    }
+
+    async fn run(&self, inbound: InboundSink, shutdown: CancellationToken) -> Result<(), ChannelError> {
+        let mut incoming = self.incoming.lock().await;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                message = incoming.recv() => match message {
+                    Some(message) => {
+                        tokio::select! {
+                            () = shutdown.cancelled() => return Ok(()),
+                            delivered = inbound.deliver(message) => delivered.map_err(|closed| ChannelError::transient(closed.to_string()))?,
+                        }
+                    }
+                    None => return Ok(()),
+                },
+            }
+        }
+    }
+
+    async fn send(&self, message: &OutboundMessage) -> Result<SentMessage, ChannelError> {
+        let id = message.reply_to.clone().unwrap_or_default();
+        let sent = SentMessage { conversation: message.conversation.clone(), platform_message_id: id.clone() };
+        let waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        if let Some(waiting) = waiting
+            && waiting.send(message.text.clone()).is_ok()
+        {
+            return Ok(sent);
+        }
+        let callback = self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        let Some(url) = callback else {
+            tracing::warn!(channel = %self.name, %id, "a reply came after the request was answered and it had no callback_url; dropped");
+            return Ok(sent);
+        };
+        let body: Value = json!({"id": id, "reply": message.text});
+        let response = self
+            .http
+            .post(&url)
+            .timeout(Duration::from_secs(30))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|error| ChannelError::transient(format!("can't post the reply to {url}: {error}")))?;
+        let status = response.status();
+        if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+            // Kept for the retry the manager makes.
+            self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), url.clone());
+            return Err(ChannelError::transient(format!("can't post the reply to {url}: {status}")));
+        }
+        if !status.is_success() {
+            return Err(ChannelError::rejected(format!("can't post the reply to {url}: {status}")));
+        }
+        Ok(sent)
+    }
+}
+
+/// Every webhook channel of the gateway, by name.
+#[derive(Default)]
+pub struct Webhooks {
+    channels: HashMap<String, Arc<WebhookChannel>>,
+}
+
+impl Webhooks {
+    /// Adds a webhook channel.
+    pub fn add(&mut self, channel: Arc<WebhookChannel>) {
+        self.channels.insert(channel.name.clone(), channel);
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.channels.is_empty()
+    }
+}
+
+impl WebhookHandler for Webhooks {
+    fn handle(&self, name: String, headers: HeaderMap, body: Bytes) -> BoxFuture<'static, WebhookResponse> {
+        let channel = self.channels.get(&name).cloned();
+        Box::pin(async move {
+            match channel {
+                Some(channel) => channel.receive(headers, body).await,
+                None => WebhookResponse {
+                    status: StatusCode::NOT_FOUND,
+                    body: json!({"error": format!("no webhook named {name}")}),
+                },
+            }
+        })
+    }
+}
+
+/// The signature header's value for `body` signed at `timestamp`.
+#[cfg(test)]
+fn sign(secret: &str, timestamp: u64, body: &[u8]) -> String {
+    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
+        Ok(mac) => mac,
+        Err(_) => return String::new(),
+    };
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(timestamp: u64, signature: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(TIMESTAMP_HEADER, timestamp.to_string().parse().unwrap());
+        headers.insert(SIGNATURE_HEADER, signature.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn signatures_are_checked_over_time_and_body() {
+        let channel = WebhookChannel::new("hook", Secret::new("s3cret"), Duration::from_secs(1));
+        let now = SystemTime::now();
+        let stamp = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let body = br#"{"sender":"ci","text":"hi"}"#;
+        assert_eq!(channel.verify(&headers(stamp, &sign("s3cret", stamp, body)), body, now), Ok(()));
+        let tampered = br#"{"sender":"ci","text":"rm"}"#;
+        assert!(channel.verify(&headers(stamp, &sign("s3cret", stamp, body)), tampered, now).is_err());
+        assert!(channel.verify(&headers(stamp, &sign("other", stamp, body)), body, now).is_err());
+        let old = stamp - 600;
+        assert!(
+            channel.verify(&headers(old, &sign("s3cret", old, body)), body, now).unwrap_err().contains("five minutes")
+        );
+        assert!(channel.verify(&headers(stamp, "sha256=zz"), body, now).is_err());
+        assert!(channel.verify(&HeaderMap::new(), body, now).unwrap_err().contains("missing"));
+    }
+}
