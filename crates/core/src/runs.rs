@@ -114,6 +114,9 @@ pub struct Runner {
     active: Mutex<HashMap<String, ActiveRun>>,
     tracker: TaskTracker,
     last_active: Mutex<Option<Activity>>,
+    /// Sessions opened in another context than the agent's own ([`Runner::session_in`]):
+    /// their people are not the owner, so writing there is not the owner's activity.
+    foreign: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -137,6 +140,7 @@ impl Runner {
             active: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
             last_active: Mutex::new(None),
+            foreign: Mutex::new(std::collections::HashSet::new()),
         });
         if let Some(delegation) = runner.agent.delegation() {
             delegation.set_sink(Arc::new(RunnerSink(Arc::downgrade(&runner))));
@@ -282,6 +286,11 @@ impl Runner {
             return Ok(session);
         }
         let (session, warnings) = self.agent.open_session_in(key, context).await?;
+        if session.header().context != self.agent.settings().context
+            && let Ok(mut foreign) = self.foreign.lock()
+        {
+            foreign.insert(key.to_owned());
+        }
         for warning in warnings {
             tracing::warn!(session = key, "{warning}");
         }
@@ -319,7 +328,10 @@ impl Runner {
             None => crate::ids::session_id(),
         };
         let cancel = CancellationToken::new();
-        self.note_activity(&request.origin, &request.session_key);
+        let foreign = self.foreign.lock().is_ok_and(|foreign| foreign.contains(&request.session_key));
+        if !foreign {
+            self.note_activity(&request.origin, &request.session_key);
+        }
         {
             let Ok(mut active) = self.active.lock() else { return Err(RunError::ShuttingDown) };
             if active.contains_key(&run_id) {
@@ -676,5 +688,25 @@ mod tests {
         runner.reset("s").await.unwrap();
         let session = runner.session("s").await.unwrap();
         assert!(session.lock().await.history().is_empty());
+    }
+
+    #[tokio::test]
+    async fn writing_in_another_context_is_not_the_owners_activity() {
+        let runner = runner();
+        let request = |key: &str, origin: &str| RunRequest {
+            session_key: key.into(),
+            input: "hi".into(),
+            origin: origin.into(),
+            run_id: None,
+            correlation_id: None,
+        };
+        let mut own = runner.start(request("telegram:owner", "telegram")).unwrap();
+        collect(&mut own).await;
+        runner.session_in("telegram:stranger", "user:telegram:stranger").await.unwrap();
+        let mut stranger = runner.start(request("telegram:stranger", "telegram")).unwrap();
+        collect(&mut stranger).await;
+        let session = runner.session("telegram:stranger").await.unwrap();
+        assert_eq!(session.lock().await.header().context, "user:telegram:stranger");
+        assert_eq!(runner.last_active().unwrap().session_key, "telegram:owner");
     }
 }

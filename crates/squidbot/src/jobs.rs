@@ -61,6 +61,9 @@ pub struct JobRunner {
     runner: Arc<Runner>,
     housekeeping: Option<Arc<Housekeeping>>,
     preferred_channel: Option<String>,
+    /// The chat channels running in this gateway (`[channels.<name>]`), which take
+    /// messages as well as the gateway's own clients.
+    chat_channels: Vec<String>,
     /// Print replies and notices instead of delivering them (`squidbot cron run` without
     /// a gateway).
     echo: bool,
@@ -74,7 +77,13 @@ impl JobRunner {
         housekeeping: Option<Arc<Housekeeping>>,
         preferred_channel: Option<String>,
     ) -> Self {
-        Self { runner, housekeeping, preferred_channel, echo: false }
+        Self { runner, housekeeping, preferred_channel, chat_channels: Vec::new(), echo: false }
+    }
+
+    /// The same runner delivering to these chat channels too.
+    pub fn with_chat_channels(mut self, channels: Vec<String>) -> Self {
+        self.chat_channels = channels;
+        self
     }
 
     /// The same runner printing replies and notices to standard output.
@@ -89,7 +98,7 @@ impl JobRunner {
         let last = self.runner.last_active();
         let wanted = job.channel.as_deref().or(self.preferred_channel.as_deref());
         if let Some(wanted) = wanted {
-            if DELIVERY_CHANNELS.contains(&wanted) {
+            if DELIVERY_CHANNELS.contains(&wanted) || self.chat_channels.iter().any(|name| name == wanted) {
                 let session_key = last
                     .as_ref()
                     .filter(|last| channel_of(&last.origin) == wanted)
@@ -613,7 +622,17 @@ pub async fn start(
             None
         }
     };
-    let executor = Arc::new(JobRunner::new(runner.clone(), housekeeping, config.preferred_channel.clone()));
+    let chat_channels = environment
+        .config()
+        .channels
+        .iter()
+        .filter(|(_, channel)| channel.enabled)
+        .map(|(name, _)| name.clone())
+        .collect();
+    let executor = Arc::new(
+        JobRunner::new(runner.clone(), housekeeping, config.preferred_channel.clone())
+            .with_chat_channels(chat_channels),
+    );
     let mut sync = HeartbeatSync::new(store.clone(), &environment.workspace(), config, environment.job_zone());
     sync.check().await;
     let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), scheduler_settings(environment));

@@ -156,3 +156,44 @@ async fn a_long_turn_answers_accepted_and_posts_the_reply_to_the_callback() {
     assert_eq!(server.requests().len(), 1);
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_gets_a_pairing_code_that_the_owner_approves_from_the_cli() {
+    let server = ScriptedLlm::start().await;
+    let home = bus_home(&server);
+    home.append_config(&format!(
+        "[channels.hook]\nkind = \"webhook\"\nsecret = \"{SECRET}\"\npolicy = \"pairing\"\nreply_timeout_secs = 5\n"
+    ));
+    let gateway = start_gateway(&home).await;
+
+    let (status, body) =
+        post(&gateway.base, &json!({"sender": "alice", "text": "hello?", "id": "a-1"}), SECRET, now()).await;
+    assert_eq!(status, 200, "{body}");
+    let reply = body["reply"].as_str().unwrap();
+    assert!(reply.contains("squidbot users approve"), "{reply}");
+    let code: String = reply.split("code: ").nth(1).unwrap().chars().take(6).collect();
+    // Writing again before approval sends nothing new.
+    let (status, _) =
+        post(&gateway.base, &json!({"sender": "alice", "text": "hello??", "id": "a-2"}), SECRET, now()).await;
+    assert_eq!(status, 202);
+
+    let listed: Value = serde_json::from_str(&home.run(&["users", "list", "--json"]).await.success().stdout).unwrap();
+    assert_eq!(listed["pending"][0]["code"], code.as_str(), "{listed}");
+    assert_eq!(listed["pending"][0]["sender_id"], "alice");
+    let wrong = home.run(&["users", "approve", "ZZZZZZ"]).await.failure();
+    assert!(wrong.stderr.contains("can't approve pairing code ZZZZZZ"), "{}", wrong.stderr);
+    let approved = home.run(&["users", "approve", &code.to_lowercase()]).await.success();
+    assert!(approved.stdout.contains("approved hook:alice"), "{}", approved.stdout);
+    home.run(&["users", "approve", &code]).await.failure();
+
+    server.push(Reply::text("Hi Alice, welcome."));
+    let (status, body) =
+        post(&gateway.base, &json!({"sender": "alice", "text": "thanks!", "id": "a-3"}), SECRET, now()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "Hi Alice, welcome.");
+    let listed: Value = serde_json::from_str(&home.run(&["users", "list", "--json"]).await.success().stdout).unwrap();
+    assert_eq!(listed["approved"][0]["sender_id"], "alice", "{listed}");
+    assert_eq!(listed["pending"].as_array().unwrap().len(), 0);
+    home.run(&["users", "revoke", "hook:alice"]).await.success();
+    server.assert_clean();
+}
