@@ -8,7 +8,9 @@ use futures_util::{Sink, SinkExt as _, Stream, StreamExt as _};
 use jiff::Timestamp;
 use serde_json::json;
 use squidbot_channels::{ChannelError, ChannelErrorKind, InboundMessage, InboundSink};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{Bytes, Error as WebSocketError, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::attachments::download_all;
@@ -35,6 +37,9 @@ const MAX_FAILURES_IN_A_ROW: u32 = 6;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A Socket Mode connection (TLS for Slack's `wss://` URLs).
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// How a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,12 +144,7 @@ impl Receiver<'_> {
     }
 
     /// Opens a new Socket Mode connection (a fresh URL each time: URLs are single use).
-    async fn connect(
-        &self,
-    ) -> Result<
-        tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-        ChannelError,
-    > {
+    async fn connect(&self) -> Result<Socket, ChannelError> {
         let url = self.api.open_connection().await?;
         match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url.as_str())).await {
             Ok(Ok((socket, _response))) => Ok(socket),

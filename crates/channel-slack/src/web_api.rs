@@ -170,7 +170,10 @@ impl WebApi {
             .body(bytes)
             .send()
             .await
-            .map_err(|error| ChannelError::transient(format!("can't upload a file to Slack: {error}")))?;
+            // The upload URL is a credential of sorts; it stays out of the message.
+            .map_err(|error| {
+                ChannelError::transient(format!("can't upload a file to Slack: {}", error.without_url()))
+            })?;
         match failed_status("upload a file to Slack", &response) {
             Some(error) => Err(error),
             None => Ok(()),

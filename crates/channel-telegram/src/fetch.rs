@@ -47,7 +47,9 @@ pub(crate) async fn complete(api: &Api, draft: Draft, cap: u64, channel: &str) -
 
 /// One file's bytes, or the note saying why it is missing.
 async fn fetch(api: &Api, file: &RemoteFile, cap: u64) -> Result<Vec<u8>, String> {
-    let over_cap = |size: u64| format!("[attachment {} skipped: {} is over the {} limit]", file.name, size_text(size), size_text(cap));
+    let over_cap = |size: u64| {
+        format!("[attachment {} skipped: {} is over the {} limit]", file.name, size_text(size), size_text(cap))
+    };
     if let Some(size) = file.size.filter(|size| *size > cap) {
         return Err(over_cap(size));
     }

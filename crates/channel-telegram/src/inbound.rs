@@ -226,7 +226,10 @@ fn truncate(text: String) -> String {
     if length <= MAX_TEXT_CHARS {
         return text;
     }
-    tracing::warn!(characters = length, "an inbound Telegram text is too long; delivering its first {MAX_TEXT_CHARS} characters");
+    tracing::warn!(
+        characters = length,
+        "an inbound Telegram text is too long; delivering its first {MAX_TEXT_CHARS} characters"
+    );
     let mut kept: String = text.chars().take(MAX_TEXT_CHARS).collect();
     kept.push_str(&format!("\n[message truncated: {length} characters, the limit is {MAX_TEXT_CHARS}]"));
     kept

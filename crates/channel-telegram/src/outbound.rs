@@ -19,6 +19,15 @@ const MAX_PHOTO_BYTES: usize = 10 * 1024 * 1024;
 /// The reaction that marks a message as being worked on.
 const ACKNOWLEDGE_EMOJI: &str = "👀";
 
+/// How a text or caption is marked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Markup {
+    /// Telegram HTML (`parse_mode` HTML), as the manager renders it.
+    Html,
+    /// Plain text (no `parse_mode`), for resending what Telegram couldn't parse.
+    Plain,
+}
+
 /// Where a message goes, in the Bot API's parameters.
 struct Target {
     chat_id: Value,
@@ -74,7 +83,8 @@ fn chat_id(id: &str) -> Result<Value, ChannelError> {
 
 /// `<chat_id>:<message_id>` split into the Bot API's two parameters.
 fn message_address(platform_message_id: &str, action: &str) -> Result<(Value, i64), ChannelError> {
-    let unusable = || ChannelError::rejected(format!("can't {action}: {platform_message_id:?} is not a Telegram message id"));
+    let unusable =
+        || ChannelError::rejected(format!("can't {action}: {platform_message_id:?} is not a Telegram message id"));
     let (chat, message) = platform_message_id.split_once(':').ok_or_else(unusable)?;
     Ok((chat_id(chat).map_err(|_bad_chat| unusable())?, message.parse().map_err(|_not_a_number| unusable())?))
 }
@@ -110,21 +120,21 @@ pub(crate) async fn send(api: &Api, message: &OutboundMessage) -> Result<SentMes
 
 /// `sendMessage` with HTML, resent as plain text if Telegram can't parse the HTML.
 async fn send_text(api: &Api, target: &Target, text: &str) -> Result<Message, ChannelError> {
-    let build = |text: &str, html: bool| {
+    let build = |text: &str, markup: Markup| {
         let mut parameters = target.parameters();
         parameters.insert("text".to_owned(), text.into());
         parameters.insert("link_preview_options".to_owned(), json!({ "is_disabled": true }));
-        if html {
+        if markup == Markup::Html {
             parameters.insert("parse_mode".to_owned(), "HTML".into());
         }
         Value::Object(parameters)
     };
-    match api.call::<Message>("sendMessage", &build(text, true), CALL_TIMEOUT).await {
+    match api.call::<Message>("sendMessage", &build(text, Markup::Html), CALL_TIMEOUT).await {
         Ok(message) => Ok(message),
         Err(failure) if failure.is_unparsable_html() => {
             tracing::warn!("{}; resending as plain text", failure.into_channel_error("send HTML to Telegram"));
             let plain = html_to_plain(text);
-            api.call("sendMessage", &build(&plain, false), CALL_TIMEOUT)
+            api.call("sendMessage", &build(&plain, Markup::Plain), CALL_TIMEOUT)
                 .await
                 .map_err(|failure| failure.into_channel_error("send a message to Telegram"))
         }
@@ -172,7 +182,7 @@ async fn upload(
     caption: Option<&str>,
 ) -> Result<Message, ChannelError> {
     let action = format!("send attachment {} to Telegram", attachment.name);
-    let build = |caption: Option<(&str, bool)>| {
+    let build = |caption: Option<(&str, Markup)>| {
         let mut form = Form::new();
         for (key, value) in target.parameters() {
             let text = match value {
@@ -181,9 +191,9 @@ async fn upload(
             };
             form = form.text(key, text);
         }
-        if let Some((caption, html)) = caption {
+        if let Some((caption, markup)) = caption {
             form = form.text("caption", caption.to_owned());
-            if html {
+            if markup == Markup::Html {
                 form = form.text("parse_mode", "HTML");
             }
         }
@@ -194,12 +204,12 @@ async fn upload(
         };
         form.part(field.to_owned(), part)
     };
-    match api.call_multipart::<Message>(method, build(caption.map(|caption| (caption, true)))).await {
+    match api.call_multipart::<Message>(method, build(caption.map(|caption| (caption, Markup::Html)))).await {
         Ok(message) => Ok(message),
         Err(failure) if failure.is_unparsable_html() && caption.is_some() => {
             tracing::warn!("{}; resending with a plain caption", failure.into_channel_error(&action));
             let plain = caption.map(html_to_plain);
-            api.call_multipart(method, build(plain.as_deref().map(|caption| (caption, false))))
+            api.call_multipart(method, build(plain.as_deref().map(|caption| (caption, Markup::Plain))))
                 .await
                 .map_err(|failure| failure.into_channel_error(&action))
         }
@@ -211,25 +221,25 @@ async fn upload(
 pub(crate) async fn edit(api: &Api, message: &SentMessage, text: &str) -> Result<(), ChannelError> {
     let action = "edit a Telegram message";
     let (chat_id, message_id) = message_address(&message.platform_message_id, action)?;
-    let build = |text: &str, html: bool| {
+    let build = |text: &str, markup: Markup| {
         let mut parameters = json!({
             "chat_id": chat_id,
             "message_id": message_id,
             "text": text,
             "link_preview_options": { "is_disabled": true },
         });
-        if html {
+        if markup == Markup::Html {
             parameters["parse_mode"] = "HTML".into();
         }
         parameters
     };
-    let failure = match api.call::<Value>("editMessageText", &build(text, true), CALL_TIMEOUT).await {
+    let failure = match api.call::<Value>("editMessageText", &build(text, Markup::Html), CALL_TIMEOUT).await {
         Ok(_) => return Ok(()),
         Err(failure) => failure,
     };
     let failure = if failure.is_unparsable_html() {
         tracing::warn!("{}; editing with plain text", failure.into_channel_error(action));
-        match api.call::<Value>("editMessageText", &build(&html_to_plain(text), false), CALL_TIMEOUT).await {
+        match api.call::<Value>("editMessageText", &build(&html_to_plain(text), Markup::Plain), CALL_TIMEOUT).await {
             Ok(_) => return Ok(()),
             Err(failure) => failure,
         }

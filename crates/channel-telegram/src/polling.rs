@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::TelegramChannel;
 use crate::api::{CALL_TIMEOUT, Failure};
+use crate::fetch;
 use crate::inbound::{BotIdentity, interpret};
 use crate::wire::{Message, User};
-use crate::fetch;
 
 /// The update types asked for. Edited messages are left out on purpose: an edit of a
 /// message that was already answered would start a second turn (and has the same
@@ -176,9 +176,7 @@ async fn wait_out(
                 delay
             }
             None => {
-                return Err(ChannelError::transient(format!(
-                    "{error} ({MAX_CONSECUTIVE_FAILURES} failures in a row)"
-                )));
+                return Err(ChannelError::transient(format!("{error} ({MAX_CONSECUTIVE_FAILURES} failures in a row)")));
             }
         },
         ChannelErrorKind::Rejected | ChannelErrorKind::Fatal => return Err(error),
@@ -243,7 +241,8 @@ async fn deliver(
 ) -> Result<(), ChannelError> {
     let name = channel.settings.name.as_str();
     let Some(raw_message) = update.get_mut("message").map(Value::take) else {
-        let kinds: Vec<&str> = update.as_object().map(|fields| fields.keys().map(String::as_str).collect()).unwrap_or_default();
+        let kinds: Vec<&str> =
+            update.as_object().map(|fields| fields.keys().map(String::as_str).collect()).unwrap_or_default();
         tracing::debug!(channel = name, update_id, ?kinds, "ignoring a Telegram update of a type not handled");
         return Ok(());
     };
@@ -278,5 +277,4 @@ mod tests {
         backoff.reset();
         assert_eq!(backoff.record_failure(), Some(Duration::from_secs(1)));
     }
-
 }

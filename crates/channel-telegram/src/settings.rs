@@ -61,7 +61,9 @@ impl TelegramSettings {
             None
         };
         match problem {
-            Some(reason) => Err(ChannelError::fatal(format!("can't set up Telegram channel {:?}: {reason}", self.name))),
+            Some(reason) => {
+                Err(ChannelError::fatal(format!("can't set up Telegram channel {:?}: {reason}", self.name)))
+            }
             None => Ok(()),
         }
     }

@@ -149,7 +149,11 @@ async fn a_restarted_loop_continues_from_its_offset() {
     let before = running.fake.push_user_message(501, ChatKind::Private, &ada(), "before");
     assert_eq!(running.next().await.text, "before");
     wait_for_poll_at(&running.fake, before.update_id + 1).await;
-    running.fake.fail_next("getUpdates", 400, json!({ "ok": false, "error_code": 400, "description": "Bad Request: wrong offset" }));
+    running.fake.fail_next(
+        "getUpdates",
+        400,
+        json!({ "ok": false, "error_code": 400, "description": "Bad Request: wrong offset" }),
+    );
     // Wake the open poll so the next one meets the 400 and the loop ends.
     running.fake.push_user_message(501, ChatKind::Private, &ada(), "during");
     assert_eq!(running.next().await.text, "during");

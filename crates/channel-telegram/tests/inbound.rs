@@ -1,9 +1,7 @@
 //! Receiving: conversations, senders, mentions, commands, attachments, odd updates.
 
 use serde_json::json;
-use squidbot_channels::{
-    AttachmentData, Channel, Conversation, ConversationKind, OutboundMessage, Sender,
-};
+use squidbot_channels::{AttachmentData, Channel, Conversation, ConversationKind, OutboundMessage, Sender};
 use squidbot_testkit::fake_telegram::{ChatKind, FakeTelegram, FakeUser, IncomingMessage};
 
 use crate::{Running, TOKEN, ada, settings};
@@ -15,7 +13,10 @@ async fn a_direct_message_is_delivered_with_its_conversation_sender_and_id() {
     let message = running.next().await;
     assert_eq!(message.channel, "telegram");
     assert_eq!(message.platform_message_id, format!("501:{}", pushed.message_id));
-    assert_eq!(message.conversation, Conversation { id: "501".to_owned(), kind: ConversationKind::Direct, thread: None });
+    assert_eq!(
+        message.conversation,
+        Conversation { id: "501".to_owned(), kind: ConversationKind::Direct, thread: None }
+    );
     assert_eq!(message.sender, Sender { id: "501".to_owned(), display_name: Some("Ada Lovelace".to_owned()) });
     assert_eq!(message.text, "hello there");
     assert!(message.mentions_bot, "a private chat addresses the bot");
@@ -130,9 +131,11 @@ async fn an_attachment_over_the_cap_is_skipped_with_a_note() {
     let settings = squidbot_channel_telegram::TelegramSettings { max_attachment_bytes: 1024, ..settings(&fake) };
     let mut running = Running::start_with(fake, settings);
     let big = vec![7; 4096];
-    running.fake.push(
-        IncomingMessage::new(501, ChatKind::Private, &ada()).text("see file").document("big.bin", "application/octet-stream", big),
-    );
+    running.fake.push(IncomingMessage::new(501, ChatKind::Private, &ada()).text("see file").document(
+        "big.bin",
+        "application/octet-stream",
+        big,
+    ));
     let message = running.next().await;
     assert_eq!(message.text, "see file\n[attachment big.bin skipped: 4 KB is over the 1 KB limit]");
     assert!(message.attachments.is_empty());

@@ -25,7 +25,12 @@ fn topic(chat: &str, thread: Option<&str>) -> Conversation {
 }
 
 fn text_message(conversation: Conversation, reply_to: Option<&str>, text: &str) -> OutboundMessage {
-    OutboundMessage { conversation, reply_to: reply_to.map(str::to_owned), text: text.to_owned(), attachments: Vec::new() }
+    OutboundMessage {
+        conversation,
+        reply_to: reply_to.map(str::to_owned),
+        text: text.to_owned(),
+        attachments: Vec::new(),
+    }
 }
 
 #[tokio::test]
@@ -78,7 +83,10 @@ async fn edits_replace_the_text_and_an_unchanged_edit_is_fine() {
     assert_eq!(edits.len(), 1);
     assert_eq!(edits[0].params["text"], "one <i>two</i>");
     assert_eq!(edits[0].params["parse_mode"], "HTML");
-    assert_eq!(edits[0].params["message_id"].as_i64().map(|id| format!("-100123:{id}")), Some(sent.platform_message_id));
+    assert_eq!(
+        edits[0].params["message_id"].as_i64().map(|id| format!("-100123:{id}")),
+        Some(sent.platform_message_id)
+    );
 
     let gone = SentMessage { conversation: topic("-100123", None), platform_message_id: "-100123:9999".to_owned() };
     assert_eq!(channel.edit(&gone, "x").await.unwrap_err().kind, ChannelErrorKind::Rejected);
@@ -119,11 +127,16 @@ async fn acknowledging_reacts_with_eyes_and_refusals_are_rejected() {
 #[tokio::test]
 async fn attachments_are_uploaded_with_the_text_as_caption_when_it_fits() {
     let (fake, channel) = channel().await;
-    let image = Attachment { name: "chart.png".to_owned(), mime: "image/png".to_owned(), data: AttachmentData::Bytes(vec![1, 2, 3]) };
+    let image = Attachment {
+        name: "chart.png".to_owned(),
+        mime: "image/png".to_owned(),
+        data: AttachmentData::Bytes(vec![1, 2, 3]),
+    };
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("notes.txt");
     std::fs::write(&path, "file on disk").unwrap();
-    let notes = Attachment { name: "notes.txt".to_owned(), mime: "text/plain".to_owned(), data: AttachmentData::Path(path) };
+    let notes =
+        Attachment { name: "notes.txt".to_owned(), mime: "text/plain".to_owned(), data: AttachmentData::Path(path) };
     let outbound = OutboundMessage {
         conversation: topic("-100123", Some("77")),
         reply_to: Some("-100123:5".to_owned()),
@@ -168,4 +181,19 @@ async fn a_rate_limited_send_says_how_long_to_wait() {
     assert_eq!(error.kind, ChannelErrorKind::RateLimited { retry_after: Duration::from_secs(3) });
     assert!(error.message.starts_with("can't send a message to Telegram: Telegram answered 429"), "{error}");
     assert!(!error.message.contains("fake-secret"));
+}
+
+#[tokio::test]
+async fn an_unreachable_api_is_transient_and_the_token_stays_out_of_the_error() {
+    // A port nothing listens on: bind one, then free it.
+    let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let settings = squidbot_channel_telegram::TelegramSettings {
+        api_base: format!("http://{address}"),
+        ..squidbot_channel_telegram::TelegramSettings::new("telegram", squidbot_types::Secret::new(TOKEN))
+    };
+    let channel = TelegramChannel::new(settings).unwrap();
+    let error = channel.send(&text_message(topic("-100123", None), None, "hi")).await.unwrap_err();
+    assert_eq!(error.kind, ChannelErrorKind::Transient);
+    assert!(error.message.starts_with("can't send a message to Telegram:"), "{error}");
+    assert!(!error.message.contains("fake-secret"), "{error}");
 }

@@ -369,7 +369,11 @@ impl FakeDiscord {
 
     /// Closes the live connection with `code`.
     pub fn close_connection(&self, code: u16) {
-        self.control_live("close the connection", Control::Close(code, format!("closed by the test with {code}")), true);
+        self.control_live(
+            "close the connection",
+            Control::Close(code, format!("closed by the test with {code}")),
+            true,
+        );
     }
 
     /// Asks the client for a heartbeat now (op 1 from the server).

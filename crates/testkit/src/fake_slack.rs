@@ -8,9 +8,8 @@
 //! use squidbot_testkit::fake_slack::FakeSlack;
 //! let slack = FakeSlack::start("xapp-1-test", "xoxb-test").await;
 //! // point the adapter at slack.api_base(), run it, then:
-//! let ts = slack.push_message("D1", "im", "U1", "hello", None, Vec::new());
-//! let acks = slack.wait_for_acks(1).await;
-//! # let _ = (ts, acks);
+//! let _ts = slack.push_message("D1", "im", "U1", "hello", None, Vec::new());
+//! assert_eq!(slack.wait_for_acks(1).await.len(), 1);
 //! # }
 //! ```
 //!

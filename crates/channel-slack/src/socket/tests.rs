@@ -148,3 +148,18 @@ fn backoff_doubles_up_to_its_cap() {
     assert_eq!(backoff(9), MAX_BACKOFF);
     assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
 }
+
+#[tokio::test]
+async fn wss_urls_get_a_tls_handshake() {
+    // A TCP listener that hangs up: the connection must fail as a TLS error, which
+    // shows rustls is set up (a missing crypto provider would panic here instead).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (connection, _peer) = listener.accept().await.unwrap();
+        drop(connection);
+    });
+    let result = tokio_tungstenite::connect_async(format!("wss://{address}/link")).await;
+    assert!(result.is_err());
+    server.await.unwrap();
+}

@@ -116,5 +116,9 @@ fn oversized_texts_are_cut_with_a_note() {
     let long = "é".repeat(MAX_TEXT_CHARS + 10);
     let draft = interpret(&message("private", &long, json!([])), &bot()).unwrap();
     assert!(draft.text.starts_with(&"é".repeat(MAX_TEXT_CHARS)));
-    assert!(draft.text.ends_with("[message truncated: 16010 characters, the limit is 16000]"), "{}", &draft.text[32_000..]);
+    assert!(
+        draft.text.ends_with("[message truncated: 16010 characters, the limit is 16000]"),
+        "{}",
+        &draft.text[32_000..]
+    );
 }

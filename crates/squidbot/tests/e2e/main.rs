@@ -20,6 +20,8 @@ mod repl;
 mod sandbox;
 mod scheduler;
 mod skills;
+mod slack;
+mod telegram;
 mod web;
 mod web_ui;
 mod webhook;

@@ -127,9 +127,9 @@ fn client_frame(
                 return Reply::Close(4004, "Authentication failed.");
             }
             let well_formed = data.get("intents").is_some_and(Value::is_u64)
-                && ["os", "browser", "device"]
-                    .iter()
-                    .all(|key| data.get("properties").and_then(|properties| properties.get(key)).is_some_and(Value::is_string));
+                && ["os", "browser", "device"].iter().all(|key| {
+                    data.get("properties").and_then(|properties| properties.get(key)).is_some_and(Value::is_string)
+                });
             if !well_formed {
                 return Reply::Close(4002, "Error while decoding payload.");
             }

@@ -233,8 +233,13 @@ async fn react(
 }
 
 /// A file of a pushed message, as the CDN serves it (no token needed, none expected).
-async fn attachment(State(shared): State<Arc<Shared>>, Path((id, _name)): Path<(String, String)>, headers: HeaderMap) -> Response {
-    let (injected, file) = shared.update(|state| (state.take_injected(FakeRoute::Attachment), state.files.get(&id).cloned()));
+async fn attachment(
+    State(shared): State<Arc<Shared>>,
+    Path((id, _name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let (injected, file) =
+        shared.update(|state| (state.take_injected(FakeRoute::Attachment), state.files.get(&id).cloned()));
     if headers.contains_key(header::AUTHORIZATION) {
         return error(StatusCode::BAD_REQUEST, "the CDN must not be sent the bot token", 0);
     }

@@ -1,0 +1,175 @@
+//! Telegram end to end: the real gateway against the Bot API fake from testkit. The
+//! owner's messages are answered in Telegram HTML (streamed by editing), strangers get
+//! the refusal, groups answer only when mentioned, commands work, redelivered updates
+//! aren't answered twice, photos are saved beside the session, a 429 is waited out, a
+//! scheduled job's reply reaches the chat, and a channel with a revoked token is
+//! reported failed while the others keep working.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value;
+use squidbot_testkit::fake_telegram::{ChatKind, FakeTelegram, FakeUser, IncomingMessage};
+use squidbot_testkit::{Reply, ScriptedLlm};
+
+use crate::bus::{bus_home, eventually, start_gateway};
+use crate::harness::{Home, messages};
+
+const TOKEN: &str = "4242:telegram-test-token";
+const OWNER: i64 = 1001;
+
+async fn telegram_home(server: &ScriptedLlm, telegram: &FakeTelegram, extra: &str) -> Home {
+    let home = bus_home(server);
+    home.append_config(&format!(
+        "[channels.telegram]\ntoken = \"{TOKEN}\"\napi_base = \"{}\"\nowners = [\"{OWNER}\"]\n\
+         refusal = \"Sorry, this is a private assistant.\"\n{extra}",
+        telegram.api_base()
+    ));
+    home
+}
+
+fn owner() -> FakeUser {
+    FakeUser::new(OWNER, "Olga")
+}
+
+/// What the chat shows of the bot's messages (edits applied).
+fn shown(telegram: &FakeTelegram, chat: i64) -> Vec<String> {
+    telegram.chat_texts(chat)
+}
+
+async fn health(base: &str) -> Value {
+    reqwest::Client::new().get(format!("{base}/health")).send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owner_is_answered_in_telegram_html_and_strangers_and_unmentioned_groups_are_not() {
+    let server = ScriptedLlm::start().await;
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let home = telegram_home(&server, &telegram, "").await;
+    let gateway = start_gateway(&home).await;
+
+    server.push(Reply::text("**Done**: the backup ran at 03:00 and `rsync` reported 0 errors."));
+    telegram.push_user_message(OWNER, ChatKind::Private, &owner(), "Did the backup run?");
+    let sent = telegram.wait_for_sent(1, Duration::from_secs(20)).await;
+    assert_eq!(sent[0].params["chat_id"].as_i64(), Some(OWNER));
+    assert_eq!(sent[0].params["parse_mode"], "HTML");
+    eventually("the final text", || {
+        shown(&telegram, OWNER) == ["<b>Done</b>: the backup ran at 03:00 and <code>rsync</code> reported 0 errors."]
+    })
+    .await;
+    assert!(!telegram.chat_actions().is_empty(), "typing shown");
+    let request = server.requests().remove(0);
+    assert!(
+        messages(&request.body).iter().any(|message| message["content"] == "Did the backup run?"),
+        "{:?}",
+        request.body
+    );
+
+    // A stranger: the refusal, no turn.
+    let stranger = FakeUser::new(2002, "Mallory");
+    telegram.push_user_message(2002, ChatKind::Private, &stranger, "hi, who are you?");
+    let sent = telegram.wait_for_sent(2, Duration::from_secs(20)).await;
+    assert_eq!(sent[1].params["chat_id"].as_i64(), Some(2002));
+    assert_eq!(sent[1].params["text"], "Sorry, this is a private assistant.");
+
+    // A group: not mentioned, nothing; mentioned, answered there as a reply.
+    telegram.push_user_message(-500, ChatKind::Group, &owner(), "lunch at noon?");
+    server.push(Reply::text("Noon works."));
+    let mention = IncomingMessage::new(-500, ChatKind::Group, &owner()).text("@thebot is noon free?");
+    let pushed = telegram.push(mention);
+    let sent = telegram.wait_for_sent(3, Duration::from_secs(20)).await;
+    assert_eq!(sent[2].params["chat_id"].as_i64(), Some(-500));
+    assert_eq!(sent[2].params["reply_parameters"]["message_id"].as_i64(), Some(pushed.message_id));
+    eventually("the group reply", || shown(&telegram, -500) == ["Noon works."]).await;
+    let asked = server.requests().last().unwrap().body.clone();
+    assert!(messages(&asked).iter().any(|message| message["content"] == "is noon free?"), "{asked}");
+    assert_eq!(server.requests().len(), 2, "no turn for the stranger or the unmentioned message");
+    // The group has a context of its own; the owner's direct chat is the owner's.
+    assert_eq!(home.session_lines("telegram:-500")[0]["context"], "group:telegram:-500");
+    assert_eq!(home.session_lines(&format!("telegram:{OWNER}"))[0]["context"], "owner");
+
+    let health = health(&gateway.base).await;
+    assert_eq!(health["components"]["channels"]["telegram"]["status"], "running", "{health}");
+    assert_eq!(health["components"]["channels"]["telegram"]["denied"], 2, "{health}");
+    server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_redeliveries_photos_rate_limits_and_job_replies() {
+    let server = ScriptedLlm::start().await;
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let home = telegram_home(&server, &telegram, "").await;
+    let _gateway = start_gateway(&home).await;
+
+    // A photo: saved beside the session, named in the model's input.
+    server.push(Reply::text("A cat."));
+    let photo = IncomingMessage::new(OWNER, ChatKind::Private, &owner()).text("what is this?").photo(vec![7; 2048]);
+    let pushed = telegram.push(photo);
+    telegram.wait_for_sent(1, Duration::from_secs(20)).await;
+    let files = home.path().join("sessions").join(format!("telegram:{OWNER}.files"));
+    let saved: Vec<_> = std::fs::read_dir(&files).unwrap().map(|entry| entry.unwrap().path()).collect();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(std::fs::read(&saved[0]).unwrap(), vec![7; 2048]);
+    let input = messages(&server.requests()[0].body).last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(input.contains("what is this?") && input.contains("saved at"), "{input}");
+
+    // The same update delivered again: not answered twice.
+    telegram.push_duplicate(pushed.update_id);
+    // A rate limit on the next send is waited out.
+    telegram.rate_limit_next("sendMessage", 1);
+    telegram.push_user_message(OWNER, ChatKind::Private, &owner(), "/new");
+    telegram.wait_for_sent(2, Duration::from_secs(20)).await;
+    assert_eq!(shown(&telegram, OWNER)[1], "Started a new conversation.");
+    let limited = telegram.requests_for("sendMessage");
+    let refused = limited.iter().position(|request| request.status == 429).expect("a 429 was answered");
+    let retried = &limited[refused + 1];
+    assert!(retried.at.duration_since(limited[refused].at) >= Duration::from_millis(950), "retry_after honoured");
+    assert_eq!(server.requests().len(), 1, "the redelivered photo and /new ran no turn");
+
+    // A job whose channel is telegram: its reply reaches the owner's chat.
+    server.push(Reply::text("Stand-up in 5 minutes."));
+    let due = Timestamp::from_second(Timestamp::now().as_second() + 2).unwrap();
+    let schedule = format!("at {due}");
+    home.run(&[
+        "cron",
+        "add",
+        "--name",
+        "standup",
+        "--schedule",
+        &schedule,
+        "--message",
+        "Remind me",
+        "--channel",
+        "telegram",
+    ])
+    .await
+    .success();
+    let sent = telegram.wait_for_sent(3, Duration::from_secs(30)).await;
+    assert_eq!(sent[2].params["chat_id"].as_i64(), Some(OWNER));
+    assert_eq!(sent[2].params["text"], "[standup] Stand-up in 5 minutes.");
+    server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_whose_token_is_refused_is_reported_failed_and_the_others_keep_working() {
+    let server = ScriptedLlm::start().await;
+    let telegram = FakeTelegram::start("1:other-token").await;
+    let home =
+        telegram_home(&server, &telegram, "[channels.hook]\nkind = \"webhook\"\nsecret = \"s\"\npolicy = \"open\"\n")
+            .await;
+    let gateway = start_gateway(&home).await;
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = health(&gateway.base).await;
+        if last["components"]["channels"]["telegram"]["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let channel = &last["components"]["channels"]["telegram"];
+    assert_eq!(channel["status"], "failed", "{last}");
+    assert!(channel["lastError"].as_str().unwrap().contains("401"), "{last}");
+    assert!(!channel["lastError"].as_str().unwrap().contains("telegram-test-token"), "the token stays out: {last}");
+    assert_eq!(last["status"], "degraded");
+    assert_eq!(last["components"]["channels"]["hook"]["status"], "running", "{last}");
+}
