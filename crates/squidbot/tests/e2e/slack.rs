@@ -18,7 +18,7 @@ const OWNER: &str = "U0OWNER";
 
 /// What the channel shows of the bot's message `ts` (its last edit, if edited).
 fn shown(slack: &FakeSlack, ts: &str) -> Option<String> {
-    let edited = slack.updates().into_iter().filter(|update| update.ts == ts).last().map(|update| update.text);
+    let edited = slack.updates().into_iter().rev().find(|update| update.ts == ts).map(|update| update.text);
     edited.or_else(|| slack.posted().into_iter().find(|posted| posted.ts == ts).map(|posted| posted.text))
 }
 
