@@ -3,48 +3,48 @@
 //!
 //! A dispatch's sequence number counts as handled only once its message is in the sink:
 //! if the connection drops while a message is still being downloaded or queued, the
-//! RESUME asks for it again instead of losing it.
+//! RESUME asks for it again instead of losing it. While a message is on its way, frames
+//! are still read (ACKs, RECONNECT) and later dispatches wait in a backlog; when the
+//! backlog is full, reading pauses, and if that outlasts a heartbeat the missing ACK
+//! makes the adapter resume, which replays everything not yet handled.
 
 mod payload;
+mod socket;
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use jiff::Timestamp;
-use squidbot_channels::{ChannelError, ChannelErrorKind, InboundSink, RandomSource, SeededRandom, SinkClosed, SystemRandom};
-use tokio::net::TcpStream;
+use squidbot_channels::{
+    ChannelError, ChannelErrorKind, InboundSink, RandomSource, SeededRandom, SinkClosed, SystemRandom,
+};
 use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::{Error as SocketError, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use tokio_tungstenite::connect_async;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use crate::attachments;
 use crate::inbound::{self, MessageCreate, Threads};
 use crate::rest::Rest;
 use crate::settings::DiscordSettings;
-use payload::{CloseMeaning, Frame, Hello, Ready};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+use payload::{Frame, Hello, Ready};
+use socket::{CLOSE_NORMAL, CLOSE_TO_RESUME, Socket, close, ended};
 
 /// A message on its way into the sink (attachments downloading, or the queue full).
 type Delivery<'a> = Pin<Box<dyn Future<Output = Result<(), SinkClosed>> + Send + 'a>>;
 
+/// Dispatches held while a message is being delivered.
+const MAX_BACKLOG: usize = 256;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Connections in a row that may fail before the loop gives up and lets the manager
 /// restart it with its own, longer backoff.
 const MAX_FAILURES: u32 = 6;
 /// Tries of `GET /gateway/bot` when Discord answers 429.
 const GATEWAY_URL_ATTEMPTS: u32 = 3;
-/// What we close with to resume later: any code but 1000 and 1001 keeps the session.
-const CLOSE_TO_RESUME: u16 = 4000;
-/// What we close with when the session is over (shutdown, session invalidated).
-const CLOSE_NORMAL: u16 = 1000;
 
 /// Runs the gateway until `shutdown` (Ok), a fatal close or refusal (Fatal), or too many
 /// failed connections in a row (Transient).
@@ -91,13 +91,15 @@ struct Session {
 }
 
 /// Why a connection ended, and what comes next.
-enum Outcome {
+pub(super) enum Outcome {
     Shutdown,
     SinkClosed,
     /// Reconnect and resume the session (or identify, when there is none yet).
     Resume,
     /// Forget the session, wait `delay`, connect and identify.
-    NewSession { delay: Duration },
+    NewSession {
+        delay: Duration,
+    },
     Fatal(ChannelError),
 }
 
@@ -107,9 +109,10 @@ struct Connection<'a> {
     interval: Duration,
     next_beat: Instant,
     awaiting_ack: bool,
-    /// The message being delivered and its dispatch's sequence number; while there is
-    /// one, no more frames are read (heartbeats go on).
+    /// The message being delivered and its dispatch's sequence number.
     delivery: Option<(Option<u64>, Delivery<'a>)>,
+    /// Dispatches that came while a message was being delivered, in order.
+    backlog: VecDeque<Frame>,
     /// Whether READY or RESUMED came on this connection.
     established: bool,
 }
@@ -122,7 +125,8 @@ impl<'a> Gateway<'a> {
         let mut failures = 0_u32;
         let mut last_problem = String::from("the connection kept ending before READY");
         loop {
-            let url = payload::with_query(self.session.as_ref().map_or(base_url.as_str(), |session| &session.resume_url));
+            let url =
+                payload::with_query(self.session.as_ref().map_or(base_url.as_str(), |session| &session.resume_url));
             let connected = tokio::select! {
                 () = self.shutdown.cancelled() => return Ok(()),
                 result = timeout(CONNECT_TIMEOUT, connect_async(url.as_str())) => result,
@@ -241,6 +245,7 @@ impl<'a> Gateway<'a> {
             next_beat: Instant::now() + interval.mul_f64(jitter),
             awaiting_ack: false,
             delivery: None,
+            backlog: VecDeque::new(),
             established: false,
         };
         let outcome = self.drive(&mut connection).await;
@@ -271,7 +276,9 @@ impl<'a> Gateway<'a> {
             };
             match serde_json::from_str::<Frame>(text.as_str()) {
                 Ok(frame) if frame.op == payload::HELLO => match serde_json::from_value::<Hello>(frame.d) {
-                    Ok(hello) if hello.heartbeat_interval > 0 => return Ok(Duration::from_millis(hello.heartbeat_interval)),
+                    Ok(hello) if hello.heartbeat_interval > 0 => {
+                        return Ok(Duration::from_millis(hello.heartbeat_interval));
+                    }
                     Ok(_zero) => tracing::warn!("skipping a HELLO with a zero heartbeat interval"),
                     Err(error) => tracing::warn!(%error, "skipping a malformed HELLO"),
                 },
@@ -302,8 +309,15 @@ impl<'a> Gateway<'a> {
                         return Outcome::SinkClosed;
                     }
                     self.handled(sequence);
+                    while connection.delivery.is_none()
+                        && let Some(frame) = connection.backlog.pop_front()
+                    {
+                        if let Some(outcome) = self.dispatch(connection, frame) {
+                            return outcome;
+                        }
+                    }
                 }
-                frame = connection.socket.next(), if connection.delivery.is_none() => {
+                frame = connection.socket.next(), if connection.backlog.len() < MAX_BACKLOG => {
                     let outcome = match frame {
                         Some(Ok(Message::Text(text))) => self.handle_text(connection, text.as_str()).await,
                         other => ended(other),
@@ -341,6 +355,10 @@ impl<'a> Gateway<'a> {
             }
         };
         match frame.op {
+            payload::DISPATCH if connection.delivery.is_some() || !connection.backlog.is_empty() => {
+                connection.backlog.push_back(frame);
+                None
+            }
             payload::DISPATCH => self.dispatch(connection, frame),
             payload::HEARTBEAT => {
                 // The server asks for a beat now; it doesn't move the schedule.
@@ -367,7 +385,10 @@ impl<'a> Gateway<'a> {
                 }
                 // Discord asks for a random 1 to 5 s before identifying again.
                 let delay = Duration::from_millis(1000 + self.random.next_u64() % 4001);
-                tracing::info!(delay_ms = delay.as_millis() as u64, "the Discord gateway session is invalid; starting a new one");
+                tracing::info!(
+                    delay_ms = delay.as_millis() as u64,
+                    "the Discord gateway session is invalid; starting a new one"
+                );
                 close(&mut connection.socket, CLOSE_NORMAL, "new session").await;
                 Some(Outcome::NewSession { delay })
             }
@@ -442,7 +463,8 @@ impl<'a> Gateway<'a> {
                 let delivery: Delivery<'a> = Box::pin(async move {
                     let mut message = prepared.message;
                     if !prepared.attachments.is_empty() {
-                        attachments::download_into(rest.downloader(), &mut message, prepared.attachments, max_bytes).await;
+                        attachments::download_into(rest.downloader(), &mut message, prepared.attachments, max_bytes)
+                            .await;
                     }
                     inbound.deliver(message).await
                 });
@@ -466,57 +488,6 @@ async fn finish(slot: &mut Option<(Option<u64>, Delivery<'_>)>) -> (Option<u64>,
     }
 }
 
-/// What a frame that isn't text means: the end of the connection (with its close code's
-/// meaning), or nothing (pings, binary frames).
-fn ended(frame: Option<Result<Message, SocketError>>) -> Option<Outcome> {
-    match frame {
-        None => {
-            tracing::warn!("the Discord gateway connection ended; reconnecting");
-            Some(Outcome::Resume)
-        }
-        Some(Err(error)) => {
-            tracing::warn!(%error, "the Discord gateway connection failed; reconnecting");
-            Some(Outcome::Resume)
-        }
-        Some(Ok(Message::Close(frame))) => {
-            let code = frame.as_ref().map(|frame| u16::from(frame.code));
-            let Some(code) = code else {
-                tracing::warn!("the Discord gateway closed the connection without a code; reconnecting");
-                return Some(Outcome::Resume);
-            };
-            match payload::close_meaning(code) {
-                CloseMeaning::Fatal(reason) => Some(Outcome::Fatal(ChannelError::fatal(format!(
-                    "can't stay connected to the Discord gateway: closed with {code}, {reason}"
-                )))),
-                CloseMeaning::NewSession => {
-                    tracing::warn!(code, "the Discord gateway ended the session; starting a new one");
-                    Some(Outcome::NewSession { delay: Duration::ZERO })
-                }
-                CloseMeaning::Resume => {
-                    tracing::warn!(code, "the Discord gateway closed the connection; resuming");
-                    Some(Outcome::Resume)
-                }
-            }
-        }
-        Some(Ok(Message::Binary(_))) => {
-            tracing::warn!("skipping a binary Discord gateway frame (compression is off)");
-            None
-        }
-        Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => None,
-        Some(Ok(Message::Text(_))) => None,
-    }
-}
-
-/// Sends a close frame, waiting briefly; a failure only means the socket is gone already.
-async fn close(socket: &mut Socket, code: u16, reason: &str) {
-    let frame = CloseFrame { code: CloseCode::from(code), reason: reason.to_owned().into() };
-    match timeout(CLOSE_TIMEOUT, socket.close(Some(frame))).await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::debug!(%error, "can't close the Discord gateway connection cleanly"),
-        Err(_elapsed) => tracing::debug!("closing the Discord gateway connection timed out"),
-    }
-}
-
 /// The pause after `failures` failed connections in a row: 1, 2, 4, 8, 16 s.
 fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1 << failures.saturating_sub(1).min(4))
@@ -530,19 +501,5 @@ mod tests {
     fn failed_connections_back_off_doubling() {
         let pauses: Vec<u64> = (1..=6).map(|failures| backoff(failures).as_secs()).collect();
         assert_eq!(pauses, [1, 2, 4, 8, 16, 16]);
-    }
-
-    #[tokio::test]
-    async fn wss_urls_go_through_rustls() {
-        // Without a TLS backend tungstenite refuses wss URLs outright; with rustls but no
-        // crypto provider it panics. Either would break the real gateway.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let (stream, _peer) = listener.accept().await.unwrap();
-            drop(stream);
-        });
-        let error = connect_async(format!("wss://{address}/gateway")).await.unwrap_err();
-        assert!(matches!(error, SocketError::Io(_) | SocketError::Tls(_)), "{error:?}");
     }
 }

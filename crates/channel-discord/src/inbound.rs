@@ -142,11 +142,9 @@ impl Threads {
             .get("type")
             .and_then(Value::as_u64)
             .is_some_and(|kind| THREAD_CHANNEL_TYPES.iter().any(|thread_type| u64::from(*thread_type) == kind));
-        if let (true, Some(id), Some(parent)) = (
-            is_thread,
-            channel.get("id").and_then(Value::as_str),
-            channel.get("parent_id").and_then(Value::as_str),
-        ) {
+        if let (true, Some(id), Some(parent)) =
+            (is_thread, channel.get("id").and_then(Value::as_str), channel.get("parent_id").and_then(Value::as_str))
+        {
             self.parents.insert(id.to_owned(), parent.to_owned());
         }
     }
@@ -260,11 +258,10 @@ mod tests {
             "author": {"id": "42", "username": "ada"}
         });
         let prepared = prepare_value(value, &Threads::default()).unwrap();
-        assert_eq!(prepared.message.conversation, Conversation {
-            id: "55".into(),
-            kind: ConversationKind::Direct,
-            thread: None
-        });
+        assert_eq!(
+            prepared.message.conversation,
+            Conversation { id: "55".into(), kind: ConversationKind::Direct, thread: None }
+        );
         assert!(prepared.message.mentions_bot);
         assert_eq!(prepared.message.sender, Sender { id: "42".into(), display_name: Some("ada".into()) });
         assert_eq!(prepared.message.platform_message_id, "1");
@@ -318,10 +315,13 @@ mod tests {
     #[test]
     fn messages_in_known_threads_carry_the_thread_under_the_parent() {
         let mut threads = Threads::default();
-        assert!(threads.observe("GUILD_CREATE", &json!({"id": "300", "threads": [
-            {"id": "600", "parent_id": "200", "type": 11},
-            {"id": "601", "parent_id": "200", "type": 0}
-        ]})));
+        assert!(threads.observe(
+            "GUILD_CREATE",
+            &json!({"id": "300", "threads": [
+                {"id": "600", "parent_id": "200", "type": 11},
+                {"id": "601", "parent_id": "200", "type": 0}
+            ]})
+        ));
         assert!(threads.observe("THREAD_CREATE", &json!({"id": "700", "parent_id": "201", "type": 12})));
         assert!(!threads.observe("CHANNEL_CREATE", &json!({"id": "800", "parent_id": "201", "type": 11})));
 

@@ -23,11 +23,11 @@
 //!   [`DiscordSettings::max_attachment_bytes`] (a note in the text when skipped);
 //!   attachments out are sent as multipart (`payload_json` plus `files[n]`).
 //! - Rate limits: REST calls never sleep. A 429 returns
-//!   [`squidbot_channels::ChannelErrorKind::RateLimited`] with Discord's `retry_after` (the body's, which
-//!   has milliseconds, else the `Retry-After` header), and the route (or every route,
-//!   when Discord says `global`) is refused locally until then without another request,
-//!   so nothing hammers Discord; the manager decides whether to retry. Only
-//!   `GET /gateway/bot`, inside the receive loop, waits out a 429 itself.
+//!   [`squidbot_channels::ChannelErrorKind::RateLimited`] with Discord's `retry_after`
+//!   (the body's, which has milliseconds, else the `Retry-After` header), and the route
+//!   (or every route, when Discord says `global`) is refused locally until then without
+//!   another request, so nothing hammers Discord; the manager decides whether to retry.
+//!   Only `GET /gateway/bot`, inside the receive loop, waits out a 429 itself.
 //! - Replies never ping: `allowed_mentions` is `{"parse": []}` on sends and edits.
 
 mod attachments;
@@ -39,8 +39,8 @@ mod settings;
 use std::fmt;
 
 use squidbot_channels::{
-    Capabilities, Channel, ChannelError, Conversation, InboundMessage, InboundSink, MarkdownFlavor,
-    OutboundMessage, SentMessage, StreamMode,
+    Capabilities, Channel, ChannelError, Conversation, InboundMessage, InboundSink, MarkdownFlavor, OutboundMessage,
+    SentMessage, StreamMode,
 };
 use tokio_util::sync::CancellationToken;
 

@@ -57,9 +57,13 @@ pub(crate) struct Rest {
 impl Rest {
     /// A client for `settings`' API base and token.
     pub(crate) fn new(settings: &DiscordSettings) -> Result<Self, ChannelError> {
-        let mut authorization = HeaderValue::from_str(&format!("Bot {}", settings.token.expose())).map_err(|_invalid| {
-            ChannelError::fatal(format!("can't set up Discord channel {}: the bot token is not a valid header", settings.name))
-        })?;
+        let mut authorization =
+            HeaderValue::from_str(&format!("Bot {}", settings.token.expose())).map_err(|_invalid| {
+                ChannelError::fatal(format!(
+                    "can't set up Discord channel {}: the bot token is not a valid header",
+                    settings.name
+                ))
+            })?;
         authorization.set_sensitive(true);
         // Discord asks bots to name themselves this way.
         let agent = format!("DiscordBot ({}, {})", env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_VERSION"));
@@ -94,7 +98,11 @@ impl Rest {
 
     /// `POST /channels/{channel}/messages`: sends `message` (with its files as multipart)
     /// and returns the new message's id.
-    pub(crate) async fn create_message(&self, channel: &str, message: &OutboundMessage) -> Result<String, ChannelError> {
+    pub(crate) async fn create_message(
+        &self,
+        channel: &str,
+        message: &OutboundMessage,
+    ) -> Result<String, ChannelError> {
         let action = format!("send a Discord message to channel {channel}");
         check_snowflake(channel, &action)?;
         let mut payload = json!({
@@ -224,7 +232,12 @@ struct CreatedMessage {
 /// What a failed response means: 429 rate limited (body `retry_after` in seconds,
 /// else the `Retry-After` header), 401 fatal (token refused), 408 and 5xx transient,
 /// anything else (400, 403, 404, 413…) rejected.
-pub(crate) fn classify(status: StatusCode, body: &Value, header_retry_after: Option<f64>, action: &str) -> ChannelError {
+pub(crate) fn classify(
+    status: StatusCode,
+    body: &Value,
+    header_retry_after: Option<f64>,
+    action: &str,
+) -> ChannelError {
     let detail = match (body.get("message").and_then(Value::as_str), body.get("code").and_then(Value::as_u64)) {
         (Some(message), Some(code)) => format!("Discord answered {status}: {message} (code {code})"),
         (Some(message), None) => format!("Discord answered {status}: {message}"),
@@ -318,13 +331,18 @@ mod tests {
             limited(json!({"retry_after": 1.5, "global": false}), Some(2.0)),
             ChannelErrorKind::RateLimited { retry_after: Duration::from_millis(1500) }
         );
-        assert_eq!(limited(json!({}), Some(3.0)), ChannelErrorKind::RateLimited { retry_after: Duration::from_secs(3) });
-        assert_eq!(limited(json!({"retry_after": -4}), None), ChannelErrorKind::RateLimited {
-            retry_after: DEFAULT_RETRY_AFTER
-        });
-        assert_eq!(limited(json!({"retry_after": 1e12}), None), ChannelErrorKind::RateLimited {
-            retry_after: MAX_RETRY_AFTER
-        });
+        assert_eq!(
+            limited(json!({}), Some(3.0)),
+            ChannelErrorKind::RateLimited { retry_after: Duration::from_secs(3) }
+        );
+        assert_eq!(
+            limited(json!({"retry_after": -4}), None),
+            ChannelErrorKind::RateLimited { retry_after: DEFAULT_RETRY_AFTER }
+        );
+        assert_eq!(
+            limited(json!({"retry_after": 1e12}), None),
+            ChannelErrorKind::RateLimited { retry_after: MAX_RETRY_AFTER }
+        );
     }
 
     #[test]

@@ -71,7 +71,10 @@ impl DiscordSettings {
         }
         let token = self.token.expose();
         if token.trim().is_empty() {
-            return Err(ChannelError::fatal(format!("can't set up Discord channel {}: the bot token is empty", self.name)));
+            return Err(ChannelError::fatal(format!(
+                "can't set up Discord channel {}: the bot token is empty",
+                self.name
+            )));
         }
         if token.chars().any(|character| character.is_whitespace() || character.is_control()) {
             return Err(ChannelError::fatal(format!(

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use squidbot_channel_discord::DEFAULT_INTENTS;
-use squidbot_channels::{ChannelErrorKind, ConversationKind};
+use squidbot_channels::{Channel, ChannelErrorKind, ConversationKind, OutboundMessage};
 use squidbot_testkit::fake_discord::{FakeDiscord, FakeMessage, FakeRoute};
 use tokio::time::Instant;
 
-use crate::support::{TOKEN, settings, spawn, start, start_with};
+use crate::support::{TOKEN, settings, spawn, start};
 
 #[tokio::test]
 async fn identify_gets_ready_and_a_direct_message_is_delivered() {
@@ -34,6 +34,7 @@ async fn identify_gets_ready_and_a_direct_message_is_delivered() {
     assert_eq!(message.sender.display_name.as_deref(), Some("user42"));
     assert!(message.mentions_bot, "a direct message is addressed to the bot");
     running.stop().await;
+    discord.wait_for_client_closes(1).await;
     assert_eq!(discord.client_close_codes(), [1000], "shutdown ends the session with a normal close");
 }
 
@@ -47,14 +48,19 @@ async fn heartbeats_go_out_at_the_interval_carry_the_sequence_and_are_acknowledg
     discord.wait_for_heartbeats(6).await;
 
     let beats = discord.heartbeats();
-    for pair in beats.windows(2) {
-        let gap = pair[1].at.duration_since(pair[0].at);
-        assert!(gap >= interval / 2 && gap <= interval * 3, "heartbeats {gap:?} apart, interval {interval:?}");
-    }
+    let mut gaps: Vec<Duration> = beats.windows(2).map(|pair| pair[1].at.duration_since(pair[0].at)).collect();
+    assert!(gaps.iter().all(|gap| *gap >= interval / 2), "never faster than the interval: {gaps:?}");
+    gaps.sort();
+    let median = gaps[gaps.len() / 2];
+    assert!(median >= interval * 4 / 5 && median <= interval * 2, "heartbeats {median:?} apart, interval {interval:?}");
     // READY is dispatch 1 and the message dispatch 2: later beats carry 2.
     let sequence = discord.sequence();
     assert_eq!(sequence, Some(2));
-    discord.wait_until("a heartbeat carrying sequence 2", |discord| discord.heartbeats().last().unwrap().sequence == sequence).await;
+    discord
+        .wait_until("a heartbeat carrying sequence 2", |discord| {
+            discord.heartbeats().last().unwrap().sequence == sequence
+        })
+        .await;
     // Every beat was ACKed, so the first connection is still the only one.
     assert_eq!(discord.connections().len(), 1);
     assert_eq!((discord.identify_count(), discord.resume_count()), (1, 0));
@@ -84,6 +90,7 @@ async fn a_missing_heartbeat_ack_reconnects_and_resumes() {
     assert_eq!(resume["session_id"], "fake-session-1");
     assert_eq!(resume["seq"], 1);
     assert_eq!(discord.connections()[1].path, "/resume-gateway", "resumes go to READY's resume_gateway_url");
+    discord.wait_for_client_closes(1).await;
     assert_ne!(discord.client_close_codes()[0], 1000, "closing with 1000 would end the session");
     discord.push_message_create(FakeMessage::direct("500", "42", "still there?"));
     assert_eq!(running.next_message().await.text, "still there?");
@@ -223,10 +230,11 @@ async fn unknown_events_and_malformed_frames_are_skipped() {
     // The skipped dispatches count as handled: the sequence moves past them.
     let sequence = discord.sequence();
     assert_eq!(sequence, Some(4));
-    discord.wait_until("a heartbeat carrying the latest sequence", |discord| {
-        discord.heartbeats().last().is_some_and(|beat| beat.sequence == sequence)
-    })
-    .await;
+    discord
+        .wait_until("a heartbeat carrying the latest sequence", |discord| {
+            discord.heartbeats().last().is_some_and(|beat| beat.sequence == sequence)
+        })
+        .await;
     running.stop().await;
 }
 
@@ -239,6 +247,16 @@ async fn messages_in_announced_threads_belong_to_the_parent_channel() {
     let message = running.next_message().await;
     assert_eq!(message.conversation.id, "200");
     assert_eq!(message.conversation.thread.as_deref(), Some("610"));
+    let reply = OutboundMessage {
+        conversation: message.conversation.clone(),
+        reply_to: Some(message.platform_message_id.clone()),
+        text: "answer in the thread".to_owned(),
+        attachments: Vec::new(),
+    };
+    running.channel.send(&reply).await.unwrap();
+    let sent = &discord.sent()[0];
+    assert_eq!(sent.channel_id, "610");
+    assert_eq!(sent.message_reference.as_ref().unwrap()["message_id"], message.platform_message_id.as_str());
 
     discord.push_message_create(FakeMessage::guild("300", "611", "42", "in an unknown thread"));
     let message = running.next_message().await;
@@ -257,6 +275,51 @@ async fn a_full_queue_keeps_the_heartbeat_going_and_does_not_hold_up_shutdown() 
     let beats = discord.heartbeats().len();
     discord.wait_for_heartbeats(beats + 3).await;
     assert_eq!(discord.connections().len(), 1, "heartbeats were ACKed while the queue was full");
+    discord.push_message_create(FakeMessage::direct("500", "42", "last"));
+    let mut running = running;
+    let texts = running.next_texts(21).await;
+    let expected: Vec<String> = (0..20).map(|number| format!("flood {number}")).chain(["last".to_owned()]).collect();
+    assert_eq!(texts, expected);
+
+    discord.push_message_create(FakeMessage::direct("500", "42", "queued at shutdown"));
     running.stop().await;
+    discord.wait_for_client_closes(1).await;
+    assert_eq!(discord.client_close_codes(), [1000]);
+}
+
+#[tokio::test]
+async fn a_message_in_flight_when_the_connection_drops_comes_again_with_the_resume() {
+    let discord = FakeDiscord::start(TOKEN).await;
+    let mut running = start(&discord).await;
+    // 16 fill the queue, the 17th waits to get in, the 18th waits behind it.
+    for number in 1..=18 {
+        discord.push_message_create(FakeMessage::direct("500", "42", &format!("message {number}")));
+    }
+    // READY is dispatch 1, so 16 messages in the queue make 17 handled dispatches.
+    discord
+        .wait_until("a heartbeat after 16 messages", |discord| {
+            discord.heartbeats().last().is_some_and(|beat| beat.sequence == Some(17))
+        })
+        .await;
+    discord.drop_connection();
+    discord.wait_for_resume_count(1).await;
+    assert_eq!(discord.resumes()[0]["seq"], 17, "the message still waiting is not counted as handled");
+
+    discord.push_message_create(FakeMessage::direct("500", "42", "after the resume"));
+    let texts = running.next_texts(19).await;
+    let expected: Vec<String> =
+        (1..=18).map(|number| format!("message {number}")).chain(["after the resume".to_owned()]).collect();
+    assert_eq!(texts, expected, "each message exactly once, in order");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_closed_inbound_queue_ends_the_loop() {
+    let discord = FakeDiscord::start(TOKEN).await;
+    let mut running = start(&discord).await;
+    running.receiver.close();
+    discord.push_message_create(FakeMessage::direct("500", "42", "nobody listens"));
+    assert_eq!(running.outcome().await, Ok(()));
+    discord.wait_for_client_closes(1).await;
     assert_eq!(discord.client_close_codes(), [1000]);
 }

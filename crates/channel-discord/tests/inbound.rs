@@ -95,9 +95,11 @@ async fn attachments_over_the_cap_or_unreachable_are_skipped_with_a_note() {
     assert_eq!(discord.request_count(FakeRoute::Attachment), 2, "the announced-too-big file is not fetched");
 
     discord.fail_next(FakeRoute::Attachment, 404);
-    discord.push_message_create(
-        FakeMessage::direct("500", "42", "").with_attachment(FakeFile::new("gone.txt", "text/plain", "x")),
-    );
+    discord.push_message_create(FakeMessage::direct("500", "42", "").with_attachment(FakeFile::new(
+        "gone.txt",
+        "text/plain",
+        "x",
+    )));
     let message = running.next_message().await;
     assert!(message.text.starts_with("[attachment gone.txt skipped: can't download it:"), "{}", message.text);
     assert!(message.attachments.is_empty());

@@ -112,8 +112,16 @@ async fn files_are_sent_as_multipart_with_their_descriptions() {
     let mut message = text(group("200", None), "two files");
     message.reply_to = Some("77".to_owned());
     message.attachments = vec![
-        Attachment { name: "chart.png".to_owned(), mime: "image/png".to_owned(), data: AttachmentData::Bytes(vec![1, 2, 3]) },
-        Attachment { name: "../report.csv".to_owned(), mime: "not a type".to_owned(), data: AttachmentData::Path(path) },
+        Attachment {
+            name: "chart.png".to_owned(),
+            mime: "image/png".to_owned(),
+            data: AttachmentData::Bytes(vec![1, 2, 3]),
+        },
+        Attachment {
+            name: "../report.csv".to_owned(),
+            mime: "not a type".to_owned(),
+            data: AttachmentData::Path(path),
+        },
     ];
     channel.send(&message).await.unwrap();
 
@@ -121,19 +129,28 @@ async fn files_are_sent_as_multipart_with_their_descriptions() {
     assert_eq!(record.content, "two files");
     assert_eq!(record.message_reference, Some(json!({"message_id": "77", "fail_if_not_exists": false})));
     assert_eq!(record.allowed_mentions, Some(json!({"parse": []})));
-    assert_eq!(record.payload["attachments"], json!([{"id": 0, "filename": "chart.png"}, {"id": 1, "filename": "report.csv"}]));
-    assert_eq!(record.files, [
-        FakeFile::new("chart.png", "image/png", vec![1, 2, 3]),
-        FakeFile::new("report.csv", "application/octet-stream", "a,b\n1,2\n"),
-    ]);
+    assert_eq!(
+        record.payload["attachments"],
+        json!([{"id": 0, "filename": "chart.png"}, {"id": 1, "filename": "report.csv"}])
+    );
+    assert_eq!(
+        record.files,
+        [
+            FakeFile::new("chart.png", "image/png", vec![1, 2, 3]),
+            FakeFile::new("report.csv", "application/octet-stream", "a,b\n1,2\n"),
+        ]
+    );
 }
 
 #[tokio::test]
 async fn a_missing_file_is_rejected_without_a_request() {
     let discord = FakeDiscord::start(TOKEN).await;
     let mut message = text(group("200", None), "here");
-    message.attachments =
-        vec![Attachment { name: "gone".to_owned(), mime: "text/plain".to_owned(), data: AttachmentData::Path("/nonexistent/gone".into()) }];
+    message.attachments = vec![Attachment {
+        name: "gone".to_owned(),
+        mime: "text/plain".to_owned(),
+        data: AttachmentData::Path("/nonexistent/gone".into()),
+    }];
     let error = channel(&discord).send(&message).await.unwrap_err();
     assert_eq!(error.kind, ChannelErrorKind::Rejected);
     assert_eq!(discord.request_count(FakeRoute::CreateMessage), 0);

@@ -54,6 +54,18 @@ pub fn build(environment: &Environment, name: &str, kind: &str, config: &Channel
                 .map_err(|error| anyhow!("channels.{name}: {error}"))?;
             Ok(Arc::new(channel))
         }
+        #[cfg(feature = "discord")]
+        "discord" => {
+            let token = required(name, "token", config.token.as_ref(), config.token_env.as_ref())?;
+            let mut settings = squidbot_channel_discord::DiscordSettings::new(name, token);
+            if let Some(base) = &config.api_base {
+                settings.api_base = base.clone();
+            }
+            settings.max_attachment_bytes = attachment_bytes(config);
+            let channel = squidbot_channel_discord::DiscordChannel::new(settings)
+                .map_err(|error| anyhow!("channels.{name}: {error}"))?;
+            Ok(Arc::new(channel))
+        }
         _ => {
             let _unused = config;
             bail!("channels.{name}: this squidbot was built without the {kind} channel")

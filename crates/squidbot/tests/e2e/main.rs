@@ -8,6 +8,7 @@ mod bus;
 mod chat;
 mod cron;
 mod delegation;
+mod discord;
 mod gateway;
 mod gateway_password;
 mod harness;
