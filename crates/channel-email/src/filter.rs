@@ -165,7 +165,10 @@ mod tests {
     #[test]
     fn automatic_mail_is_recognised() {
         assert!(matches!(judge(&[("Auto-Submitted", "auto-replied")]), Some(SkipReason::Automatic(_))));
-        assert!(matches!(judge(&[("Auto-Submitted", "auto-generated; owner-email=x")]), Some(SkipReason::Automatic(_))));
+        assert!(matches!(
+            judge(&[("Auto-Submitted", "auto-generated; owner-email=x")]),
+            Some(SkipReason::Automatic(_))
+        ));
         assert_eq!(judge(&[("Auto-Submitted", "No")]), None);
         assert!(matches!(judge(&[("Precedence", "Bulk")]), Some(SkipReason::Automatic(_))));
         assert_eq!(judge(&[("Precedence", "first-class")]), None);

@@ -79,14 +79,14 @@ pub(crate) async fn connect(settings: &ImapSettings, trust: &Trust) -> Result<Im
         Security::StartTls => {
             let mut client = Client::new(tcp);
             read_greeting(&mut client, &server).await?;
-            timed(&server, "STARTTLS", client.run_command_and_check_ok("STARTTLS", None))
-                .await?
-                .map_err(|error| match error {
+            timed(&server, "STARTTLS", client.run_command_and_check_ok("STARTTLS", None)).await?.map_err(|error| {
+                match error {
                     async_imap::error::Error::No(_) | async_imap::error::Error::Bad(_) => ChannelError::fatal(format!(
                         "can't start TLS with IMAP server {server}: the server refused STARTTLS ({error})"
                     )),
                     other => imap_error(&server, "start TLS", other),
-                })?;
+                }
+            })?;
             ImapStream::Tls(Box::new(handshake(client.into_inner(), settings, trust).await?))
         }
     };
@@ -112,7 +112,10 @@ async fn handshake(
 ) -> Result<TlsStream<TcpStream>, ChannelError> {
     let server = format!("{}:{}", settings.host, settings.port);
     let name = ServerName::try_from(settings.host.clone()).map_err(|error| {
-        ChannelError::fatal(format!("can't connect to IMAP server {server}: {} is not a host name ({error})", settings.host))
+        ChannelError::fatal(format!(
+            "can't connect to IMAP server {server}: {} is not a host name ({error})",
+            settings.host
+        ))
     })?;
     let connector = TlsConnector::from(trust.client_config.clone());
     timed(&server, "TLS handshake", connector.connect(name, tcp)).await?.map_err(|error| tls_error(&server, &error))
@@ -126,11 +129,16 @@ fn tls_error(server: &str, error: &io::Error) -> ChannelError {
             "can't connect to IMAP server {server}: its TLS certificate is not trusted ({problem}); add its CA to \
              extra_root_certificates if it is yours"
         )),
-        None => ChannelError::transient(format!("can't connect to IMAP server {server}: TLS handshake failed: {error}")),
+        None => {
+            ChannelError::transient(format!("can't connect to IMAP server {server}: TLS handshake failed: {error}"))
+        }
     }
 }
 
-async fn read_greeting(client: &mut Client<impl AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send>, server: &str) -> Result<(), ChannelError> {
+async fn read_greeting(
+    client: &mut Client<impl AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send>,
+    server: &str,
+) -> Result<(), ChannelError> {
     match timed(server, "read the greeting", client.read_response()).await? {
         Ok(Some(_greeting)) => Ok(()),
         Ok(None) => Err(ChannelError::transient(format!(

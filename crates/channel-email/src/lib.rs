@@ -24,9 +24,10 @@
 //! - Sending ([`Channel::send`]): a reply to the sender of the mail answered
 //!   (`reply_to`, else the conversation's latest mail), `Re: <subject>`, `In-Reply-To`
 //!   and `References` continuing the thread, the text as plain and HTML alternatives,
-//!   attachments as MIME parts. A conversation id that is a bare address (no mail
-//!   remembered) starts a new thread to it. SMTP 4xx answers are transient, 5xx
-//!   rejections, a refused login fatal.
+//!   attachments as MIME parts, `Auto-Submitted: auto-replied` so other robots don't
+//!   answer. A conversation id that is a bare address (no mail remembered) starts a
+//!   new thread to it. SMTP 4xx answers are transient, 5xx rejections, a refused login
+//!   or an untrusted certificate fatal, connection failures transient.
 
 mod filter;
 mod imap;

@@ -93,13 +93,11 @@ fn assemble(
     if sender_address == context.bot_address {
         return Verdict::Skip(SkipReason::OwnAddress);
     }
-    let message_id =
-        message.message_id().map(bracketed).unwrap_or_else(|| context.fallback_message_id.clone());
+    let message_id = message.message_id().map(bracketed).unwrap_or_else(|| context.fallback_message_id.clone());
     let references = message_ids(message.references());
     let in_reply_to = message_ids(message.in_reply_to()).into_iter().next_back();
     let starts_thread = references.is_empty() && in_reply_to.is_none();
-    let conversation_id =
-        references.first().cloned().or(in_reply_to).unwrap_or_else(|| message_id.clone());
+    let conversation_id = references.first().cloned().or(in_reply_to).unwrap_or_else(|| message_id.clone());
     let subject = message.subject().map(|subject| subject.trim().to_owned()).unwrap_or_default();
 
     let mut text = String::new();

@@ -16,7 +16,9 @@ use async_imap::extensions::idle::IdleResponse;
 use async_imap::types::{Fetch, UnsolicitedResponse};
 use futures_util::TryStreamExt;
 use jiff::Timestamp;
-use squidbot_channels::{ChannelError, ChannelErrorKind, Conversation, ConversationKind, InboundMessage, InboundSink, Sender};
+use squidbot_channels::{
+    ChannelError, ChannelErrorKind, Conversation, ConversationKind, InboundMessage, InboundSink, Sender,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::EmailChannel;
@@ -42,6 +44,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How many mails are fetched per batch of sizes.
 const BATCH: usize = 50;
+
+/// A failed FETCH: the server refused (NO) or the connection failed.
+enum FetchError {
+    Refused(String),
+    Failed(ChannelError),
+}
 
 /// Why a session ended without failing.
 enum Stop {
@@ -80,8 +88,8 @@ impl<'a> Receiver<'a> {
     pub(crate) async fn run(&self) -> Result<(), ChannelError> {
         let mut failed_attempts = 0u32;
         loop {
-            let mut connected = false;
-            let error = match self.session(&mut connected).await {
+            let mut caught_up = false;
+            let error = match self.session(&mut caught_up).await {
                 Ok(Stop::Shutdown) => return Ok(()),
                 Ok(Stop::SinkClosed) => {
                     tracing::info!(channel = %self.channel.settings.name, "the channel manager stopped; email receive loop ends");
@@ -93,7 +101,9 @@ impl<'a> Receiver<'a> {
                 ChannelErrorKind::Fatal | ChannelErrorKind::Rejected => return Err(error),
                 ChannelErrorKind::Transient | ChannelErrorKind::RateLimited { .. } => {}
             }
-            failed_attempts = if connected { 1 } else { failed_attempts + 1 };
+            // A session that got through the mailbox worked; one that failed before
+            // (connecting, logging in, or on some mail) counts towards giving up.
+            failed_attempts = if caught_up { 1 } else { failed_attempts + 1 };
             if failed_attempts >= MAX_FAILED_ATTEMPTS {
                 return Err(ChannelError::transient(format!(
                     "{error} (gave up after {failed_attempts} failed attempts in a row)"
@@ -114,7 +124,8 @@ impl<'a> Receiver<'a> {
     }
 
     /// One connection: log in, then take new mail and wait, until something fails.
-    async fn session(&self, connected: &mut bool) -> Result<Stop, ChannelError> {
+    /// `caught_up` is set once all mail present at login was handled.
+    async fn session(&self, caught_up: &mut bool) -> Result<Stop, ChannelError> {
         let settings = &self.channel.settings;
         let server = self.server();
         let connecting = imap::connect(&settings.imap, &self.channel.trust);
@@ -122,24 +133,27 @@ impl<'a> Receiver<'a> {
             () = self.shutdown.cancelled() => return Ok(Stop::Shutdown),
             session = connecting => session?,
         };
-        let mailbox = timed(&server, "select the mailbox", session.select(&settings.imap.mailbox)).await?.map_err(
-            |error| match error {
-                async_imap::error::Error::No(reason) => ChannelError::fatal(format!(
-                    "can't select mailbox {} on IMAP server {server}: {}",
-                    settings.imap.mailbox,
-                    reason.trim()
-                )),
-                other => imap_error(&server, "select the mailbox", other),
-            },
-        )?;
+        let mailbox =
+            timed(&server, "select the mailbox", session.select(&settings.imap.mailbox)).await?.map_err(|error| {
+                match error {
+                    async_imap::error::Error::No(reason) => ChannelError::fatal(format!(
+                        "can't select mailbox {} on IMAP server {server}: {}",
+                        settings.imap.mailbox,
+                        reason.trim()
+                    )),
+                    other => imap_error(&server, "select the mailbox", other),
+                }
+            })?;
         let uid_validity = mailbox.uid_validity.ok_or_else(|| {
-            ChannelError::transient(format!("can't select mailbox {} on IMAP server {server}: no UIDVALIDITY", settings.imap.mailbox))
+            ChannelError::transient(format!(
+                "can't select mailbox {} on IMAP server {server}: no UIDVALIDITY",
+                settings.imap.mailbox
+            ))
         })?;
         let capabilities = timed(&server, "ask for capabilities", session.capabilities())
             .await?
             .map_err(|error| imap_error(&server, "ask for capabilities", error))?;
         let can_idle = capabilities.has_str("IDLE");
-        *connected = true;
         tracing::info!(channel = %settings.name, %server, mailbox = %settings.imap.mailbox, can_idle, "email connected");
 
         let mut position = match self.store.load().await {
@@ -155,6 +169,7 @@ impl<'a> Receiver<'a> {
             if let Some(stop) = self.take_new_mail(&mut session, &mut position, uid_validity, first_new_uid).await? {
                 return Ok(stop);
             }
+            *caught_up = true;
             let mut announced = false;
             while let Ok(response) = session.unsolicited_responses.try_recv() {
                 announced |= matches!(response, UnsolicitedResponse::Exists(_) | UnsolicitedResponse::Recent(_));
@@ -193,7 +208,8 @@ impl<'a> Receiver<'a> {
             Ok(Ok(IdleResponse::NewData(_) | IdleResponse::Timeout | IdleResponse::ManualInterrupt)) | Err(_) => {}
             Ok(Err(error)) => return Err(imap_error(&server, "wait in IDLE", error)),
         }
-        let session = timed(&server, "end IDLE", handle.done()).await?.map_err(|error| imap_error(&server, "end IDLE", error))?;
+        let session =
+            timed(&server, "end IDLE", handle.done()).await?.map_err(|error| imap_error(&server, "end IDLE", error))?;
         Ok(Some(session))
     }
 
@@ -250,7 +266,12 @@ impl<'a> Receiver<'a> {
     async fn sizes(&self, session: &mut ImapSession, uids: &[u32]) -> Result<HashMap<u32, u64>, ChannelError> {
         let server = self.server();
         let set = uids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        let fetches = self.fetch(session, &set, "(UID RFC822.SIZE)").await?;
+        let fetches = self.fetch(session, &set, "(UID RFC822.SIZE)").await.map_err(|error| match error {
+            FetchError::Refused(reason) => {
+                ChannelError::transient(format!("can't fetch mail sizes on IMAP server {server}: {reason}"))
+            }
+            FetchError::Failed(error) => error,
+        })?;
         Ok(fetches
             .iter()
             .filter_map(|fetch| Some((fetch.uid?, u64::from(fetch.size.unwrap_or(0)))))
@@ -258,13 +279,17 @@ impl<'a> Receiver<'a> {
             .collect())
     }
 
-    async fn fetch(&self, session: &mut ImapSession, set: &str, query: &str) -> Result<Vec<Fetch>, ChannelError> {
+    async fn fetch(&self, session: &mut ImapSession, set: &str, query: &str) -> Result<Vec<Fetch>, FetchError> {
         let server = self.server();
         let fetching = async {
             let stream = session.uid_fetch(set, query).await?;
             stream.try_collect::<Vec<Fetch>>().await
         };
-        timed(&server, "fetch mail", fetching).await?.map_err(|error| imap_error(&server, "fetch mail", error))
+        match timed(&server, "fetch mail", fetching).await.map_err(FetchError::Failed)? {
+            Ok(fetches) => Ok(fetches),
+            Err(async_imap::error::Error::No(reason)) => Err(FetchError::Refused(reason)),
+            Err(error) => Err(FetchError::Failed(imap_error(&server, "fetch mail", error))),
+        }
     }
 
     /// Reads one mail and delivers it (or logs why not), flagging it `\Seen` once
@@ -281,7 +306,11 @@ impl<'a> Receiver<'a> {
             .imap
             .mailbox
             .chars()
-            .map(|character| if character.is_ascii_alphanumeric() || ".-_".contains(character) { character } else { '_' })
+            .map(
+                |character| {
+                    if character.is_ascii_alphanumeric() || ".-_".contains(character) { character } else { '_' }
+                },
+            )
             .collect();
         let context = MailContext {
             bot_address: &self.bot_address,
@@ -290,7 +319,16 @@ impl<'a> Receiver<'a> {
         };
         let oversized = size > settings.max_message_bytes;
         let query = if oversized { "(UID BODY.PEEK[HEADER])" } else { "(UID BODY.PEEK[])" };
-        let fetches = self.fetch(session, &uid.to_string(), query).await?;
+        let fetches = match self.fetch(session, &uid.to_string(), query).await {
+            Ok(fetches) => fetches,
+            Err(FetchError::Refused(reason)) => {
+                // The server can't produce this mail (broken on its disk); skip it
+                // rather than retrying it forever.
+                tracing::warn!(channel = %settings.name, uid, %reason, "the server refused to hand out a mail; skipping it");
+                return Ok(None);
+            }
+            Err(FetchError::Failed(error)) => return Err(error),
+        };
         let Some(fetch) = fetches.iter().find(|fetch| fetch.uid == Some(uid)) else {
             tracing::debug!(uid, "mail vanished before it was read");
             return Ok(None);
@@ -338,7 +376,9 @@ impl<'a> Receiver<'a> {
             let stream = session.uid_store(uid.to_string(), "+FLAGS.SILENT (\\Seen)").await?;
             stream.try_collect::<Vec<Fetch>>().await
         };
-        timed(&server, "flag mail as seen", marking).await?.map_err(|error| imap_error(&server, "flag mail as seen", error))?;
+        timed(&server, "flag mail as seen", marking)
+            .await?
+            .map_err(|error| imap_error(&server, "flag mail as seen", error))?;
         Ok(None)
     }
 

@@ -53,8 +53,7 @@ impl Outbox {
             .hello_name(ClientId::Domain(domain.clone()))
             .timeout(Some(SMTP_TIMEOUT));
         if !smtp.username.is_empty() {
-            builder = builder
-                .credentials(Credentials::new(smtp.username.clone(), smtp.password.expose().to_owned()));
+            builder = builder.credentials(Credentials::new(smtp.username.clone(), smtp.password.expose().to_owned()));
         }
         Ok(Self {
             transport: builder.build(),
@@ -134,7 +133,12 @@ pub(crate) struct Draft<'a> {
 
 impl<'a> Draft<'a> {
     /// A reply to `target`.
-    pub(crate) fn reply(target: &'a ThreadEntry, message_id: &'a str, text: &'a str, attachments: &'a [Attachment]) -> Self {
+    pub(crate) fn reply(
+        target: &'a ThreadEntry,
+        message_id: &'a str,
+        text: &'a str,
+        attachments: &'a [Attachment],
+    ) -> Self {
         Self {
             recipient: &target.recipient,
             recipient_name: target.recipient_name.as_deref(),
@@ -148,7 +152,12 @@ impl<'a> Draft<'a> {
     }
 
     /// A new mail starting a thread, its subject the text's first line.
-    pub(crate) fn new_thread(recipient: &'a str, message_id: &'a str, text: &'a str, attachments: &'a [Attachment]) -> Self {
+    pub(crate) fn new_thread(
+        recipient: &'a str,
+        message_id: &'a str,
+        text: &'a str,
+        attachments: &'a [Attachment],
+    ) -> Self {
         Self {
             recipient,
             recipient_name: None,
@@ -177,9 +186,9 @@ fn first_line_subject(text: &str) -> String {
 async fn mime_attachment(attachment: &Attachment) -> Result<lettre::message::SinglePart, ChannelError> {
     let bytes = match &attachment.data {
         AttachmentData::Bytes(bytes) => bytes.clone(),
-        AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
-            ChannelError::rejected(format!("can't attach {}: {error}", path.display()))
-        })?,
+        AttachmentData::Path(path) => tokio::fs::read(path)
+            .await
+            .map_err(|error| ChannelError::rejected(format!("can't attach {}: {error}", path.display())))?,
     };
     // The name is the sender's or the model's: keep only a file name, never a path.
     let name = attachment.name.rsplit(['/', '\\']).next().unwrap_or_default().trim();

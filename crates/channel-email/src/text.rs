@@ -128,9 +128,14 @@ impl Tag {
     fn parse(inside: &str) -> Self {
         let closing = inside.starts_with('/');
         let inside = inside.trim_start_matches('/');
-        let name_end = inside.find(|character: char| character.is_whitespace() || character == '/').unwrap_or(inside.len());
+        let name_end =
+            inside.find(|character: char| character.is_whitespace() || character == '/').unwrap_or(inside.len());
         let name = inside[..name_end].to_ascii_lowercase();
-        let href = if name == "a" { attribute(&inside[name_end..], "href").map(|value| decode_entities(&value)) } else { None };
+        let href = if name == "a" {
+            attribute(&inside[name_end..], "href").map(|value| decode_entities(&value))
+        } else {
+            None
+        };
         Self { name, closing, href }
     }
 }

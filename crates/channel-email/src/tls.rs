@@ -38,9 +38,8 @@ impl Trust {
             let pem = std::fs::read(path).map_err(|error| {
                 ChannelError::fatal(format!("can't read root certificate {}: {error}", path.display()))
             })?;
-            let certificates = CertificateDer::pem_slice_iter(&pem)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| {
+            let certificates =
+                CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>().map_err(|error| {
                     ChannelError::fatal(format!("can't read root certificate {}: {error}", path.display()))
                 })?;
             if certificates.is_empty() {
@@ -54,9 +53,9 @@ impl Trust {
         }
         let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         for certificate in &extra_roots {
-            roots.add(certificate.clone()).map_err(|error| {
-                ChannelError::fatal(format!("can't trust an extra root certificate: {error}"))
-            })?;
+            roots
+                .add(certificate.clone())
+                .map_err(|error| ChannelError::fatal(format!("can't trust an extra root certificate: {error}")))?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let client_config = rustls::ClientConfig::builder_with_provider(provider)

@@ -14,7 +14,7 @@ use squidbot_types::Secret;
 use crate::failure::{self, RequestKind};
 
 /// How long an ordinary request may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a media upload or download may take.
 const MEDIA_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -37,6 +37,18 @@ pub(crate) enum Download {
     TooLarge { size: u64 },
 }
 
+/// Who the bot is and how it proves it.
+pub(crate) struct Credentials {
+    /// The bot's user id (for password login).
+    pub user_id: String,
+    /// A configured access token.
+    pub access_token: Option<Secret>,
+    /// The password to log in with when there is no token.
+    pub password: Option<Secret>,
+    /// The device to log in as.
+    pub device_id: Option<String>,
+}
+
 /// A client of one homeserver, authenticated as the bot.
 pub(crate) struct Api {
     http: reqwest::Client,
@@ -49,19 +61,14 @@ pub(crate) struct Api {
 }
 
 impl Api {
-    /// A client of `homeserver` for `user_id`, with a token or a password to log in.
-    pub(crate) fn new(
-        homeserver: Url,
-        user_id: String,
-        access_token: Option<Secret>,
-        password: Option<Secret>,
-        device_id: Option<String>,
-    ) -> Result<Self, ChannelError> {
+    /// A client of `homeserver` with the bot's `credentials`.
+    pub(crate) fn new(homeserver: Url, credentials: Credentials) -> Result<Self, ChannelError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("squidbot/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| ChannelError::fatal(format!("can't build the HTTP client: {}", failure::chain(&error))))?;
+        let Credentials { user_id, access_token, password, device_id } = credentials;
         let access_token = access_token.filter(|token| !token.is_empty());
         Ok(Self {
             http,
@@ -152,17 +159,14 @@ impl Api {
         method: Method,
         url: Url,
         body: Body<'_>,
-        timeout: Option<Duration>,
+        timeout: Duration,
     ) -> Result<Value, ChannelError> {
         let token = self.access_token().await?;
-        let mut request =
-            self.http.request(method, url).bearer_auth(token.expose()).timeout(timeout.unwrap_or(REQUEST_TIMEOUT));
+        let mut request = self.http.request(method, url).bearer_auth(token.expose()).timeout(timeout);
         request = match body {
             Body::Empty => request,
             Body::Json(value) => request.json(value),
-            Body::Bytes { content_type, bytes } => {
-                request.header(CONTENT_TYPE, content_type).timeout(MEDIA_TIMEOUT).body(bytes)
-            }
+            Body::Bytes { content_type, bytes } => request.header(CONTENT_TYPE, content_type).body(bytes),
         };
         let response = request.send().await.map_err(|error| failure::network(action, &error))?;
         read_json(action, kind, response).await
@@ -170,7 +174,8 @@ impl Api {
 
     /// A `GET` of a client API path.
     pub(crate) async fn get(&self, action: &str, segments: &[&str]) -> Result<Value, ChannelError> {
-        self.call(action, RequestKind::Ordinary, Method::GET, self.client_url(segments), Body::Empty, None).await
+        self.call(action, RequestKind::Ordinary, Method::GET, self.client_url(segments), Body::Empty, REQUEST_TIMEOUT)
+            .await
     }
 
     /// A `POST` or `PUT` of JSON to a client API path.
@@ -181,7 +186,8 @@ impl Api {
         segments: &[&str],
         body: &Value,
     ) -> Result<Value, ChannelError> {
-        self.call(action, RequestKind::Ordinary, method, self.client_url(segments), Body::Json(body), None).await
+        self.call(action, RequestKind::Ordinary, method, self.client_url(segments), Body::Json(body), REQUEST_TIMEOUT)
+            .await
     }
 
     /// Uploads a file and returns its `mxc://` URI.
@@ -190,7 +196,7 @@ impl Api {
         let mut url = self.url(&["_matrix", "media", "v3", "upload"]);
         url.query_pairs_mut().append_pair("filename", name);
         let body = Body::Bytes { content_type: mime, bytes };
-        let answer = self.call(&action, RequestKind::Ordinary, Method::POST, url, body, None).await?;
+        let answer = self.call(&action, RequestKind::Ordinary, Method::POST, url, body, MEDIA_TIMEOUT).await?;
         answer
             .get("content_uri")
             .and_then(Value::as_str)
@@ -278,7 +284,13 @@ mod tests {
     use super::*;
 
     fn api(base: &str) -> Api {
-        Api::new(Url::parse(base).unwrap(), "@bot:localhost".to_owned(), Some(Secret::new("t")), None, None).unwrap()
+        let credentials = Credentials {
+            user_id: "@bot:localhost".to_owned(),
+            access_token: Some(Secret::new("t")),
+            password: None,
+            device_id: None,
+        };
+        Api::new(Url::parse(base).unwrap(), credentials).unwrap()
     }
 
     #[test]

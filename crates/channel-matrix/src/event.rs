@@ -250,7 +250,9 @@ mod tests {
 
     #[test]
     fn a_text_message_is_read() {
-        let read = expect_message(json!({"msgtype": "m.text", "body": "hello", "m.mentions": {"user_ids": ["@bot:localhost"]}}));
+        let read = expect_message(
+            json!({"msgtype": "m.text", "body": "hello", "m.mentions": {"user_ids": ["@bot:localhost"]}}),
+        );
         assert_eq!(read.event_id, "$event");
         assert_eq!(read.sender, "@alice:localhost");
         assert_eq!(read.kind, MessageKind::Text);

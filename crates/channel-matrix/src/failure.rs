@@ -53,7 +53,8 @@ pub(crate) fn classify(
     let reason = describe(status, &parsed, body);
     let message = format!("can't {action}: {reason}");
     if status == StatusCode::TOO_MANY_REQUESTS {
-        let from_header = retry_after_header.and_then(|value| value.trim().parse::<u64>().ok()).map(Duration::from_secs);
+        let from_header =
+            retry_after_header.and_then(|value| value.trim().parse::<u64>().ok()).map(Duration::from_secs);
         let from_body = parsed.retry_after_ms.map(Duration::from_millis);
         return ChannelError::rate_limited(from_header.or(from_body).unwrap_or(DEFAULT_RETRY_AFTER), message);
     }
@@ -151,8 +152,13 @@ mod tests {
         for status in [400, 403, 404, 413] {
             assert_eq!(ordinary(status, None, r#"{"errcode":"M_FORBIDDEN"}"#).kind, ChannelErrorKind::Rejected);
         }
-        let login =
-            classify("log in", RequestKind::Authentication, StatusCode::FORBIDDEN, None, br#"{"errcode":"M_FORBIDDEN"}"#);
+        let login = classify(
+            "log in",
+            RequestKind::Authentication,
+            StatusCode::FORBIDDEN,
+            None,
+            br#"{"errcode":"M_FORBIDDEN"}"#,
+        );
         assert_eq!(login.kind, ChannelErrorKind::Fatal);
         let busy = classify("log in", RequestKind::Authentication, StatusCode::SERVICE_UNAVAILABLE, None, b"");
         assert_eq!(busy.kind, ChannelErrorKind::Transient);

@@ -13,7 +13,9 @@
 //!   de-duplication. The very first start only takes the current position: history
 //!   is never answered, nor is a newly joined room's history from before the join.
 //!   When more events came than a sync returns (50 per room), the ones in between are
-//!   not fetched.
+//!   not fetched. (Synapse answers a repeated first sync of one device from a cache
+//!   for two minutes: a bot whose state directory is wiped and that restarts sooner
+//!   with the same token may get an older position.)
 //! - **Invitations** are accepted or rejected by [`InvitePolicy`] (the inviter is the
 //!   invite event's sender).
 //! - **Messages**: `m.text`, `m.emote` and files (`m.image`, `m.file`, `m.audio`,
@@ -21,7 +23,9 @@
 //!   `max_attachment_bytes`). Notices (what bots send), edits and the bot's own events
 //!   are not answered. `platform_message_id` is the event id (unique across rooms);
 //!   `Conversation::thread` is the thread's root event id. A room with exactly two
-//!   joined members is direct, otherwise a group (details in `rooms.rs`). The bot is
+//!   joined members is direct, more is a group; a room flagged direct (the bot's
+//!   `m.direct` account data, or an accepted `is_direct` invitation) is direct while
+//!   no third member is joined, or when the count can't be learned. The bot is
 //!   mentioned when `m.mentions` names it, the body names it (user id, display name
 //!   or localpart), or the message replies to one of its events; the mention and the
 //!   reply fallback are removed from the text.
@@ -64,7 +68,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use settings::{DEFAULT_MAX_ATTACHMENT_BYTES, InvitePolicy, MatrixSettings};
 
-use crate::api::Api;
+use crate::api::{Api, Credentials};
 use crate::mention::BotNames;
 use crate::state::StateFiles;
 
@@ -106,7 +110,13 @@ impl MatrixChannel {
         let homeserver = settings.validate()?;
         let localpart = settings::localpart(&settings.user_id).unwrap_or_default().to_owned();
         let names = BotNames { user_id: settings.user_id.clone(), localpart, display_name: None };
-        let api = Api::new(homeserver, settings.user_id, settings.access_token, settings.password, settings.device_id)?;
+        let credentials = Credentials {
+            user_id: settings.user_id,
+            access_token: settings.access_token,
+            password: settings.password,
+            device_id: settings.device_id,
+        };
+        let api = Api::new(homeserver, credentials)?;
         Ok(Self {
             state: StateFiles::new(&settings.state_dir, &settings.name),
             name: settings.name,
@@ -121,7 +131,10 @@ impl MatrixChannel {
     }
 
     fn bot_names(&self) -> Result<BotNames, ChannelError> {
-        self.names.lock().map(|names| names.clone()).map_err(|_poisoned| ChannelError::fatal("can't read the bot's names: lock poisoned"))
+        self.names
+            .lock()
+            .map(|names| names.clone())
+            .map_err(|_poisoned| ChannelError::fatal("can't read the bot's names: lock poisoned"))
     }
 
     fn remember_own_event(&self, event_id: &str) {

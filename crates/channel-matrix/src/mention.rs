@@ -79,7 +79,9 @@ fn find_word(text: &str, name: &str, from: usize) -> Option<usize> {
 }
 
 fn boundary_before(text: &str, start: usize) -> bool {
-    text.get(..start).and_then(|before| before.chars().next_back()).is_none_or(|character| !is_name_character(character))
+    text.get(..start)
+        .and_then(|before| before.chars().next_back())
+        .is_none_or(|character| !is_name_character(character))
 }
 
 fn boundary_after(text: &str, end: usize) -> bool {

@@ -10,6 +10,7 @@ use squidbot_channels::{ChannelError, ChannelErrorKind, InboundSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::MatrixChannel;
+use crate::api::REQUEST_TIMEOUT;
 use crate::event::{self, TimelineEvent};
 use crate::failure::{self, RequestKind};
 use crate::mention::BotNames;
@@ -101,8 +102,10 @@ impl MatrixChannel {
     async fn identify(&self) -> Result<BotNames, ChannelError> {
         let action = "check the access token (whoami)";
         let url = self.api.client_url(&["account", "whoami"]);
-        let answer =
-            self.api.call(action, RequestKind::Authentication, Method::GET, url, crate::api::Body::Empty, None).await?;
+        let answer = self
+            .api
+            .call(action, RequestKind::Authentication, Method::GET, url, crate::api::Body::Empty, REQUEST_TIMEOUT)
+            .await?;
         let user_id = answer
             .get("user_id")
             .and_then(Value::as_str)
@@ -116,16 +119,15 @@ impl MatrixChannel {
                 "the access token belongs to another user than configured; acting as the token's user"
             );
         }
-        let display_name = match self.api.get("read the bot's display name", &["profile", &user_id, "displayname"]).await
-        {
-            Ok(profile) => profile.get("displayname").and_then(Value::as_str).map(str::to_owned),
-            Err(error) => {
-                tracing::debug!(channel = %self.name, error = %error, "no display name");
-                None
-            }
-        };
-        let names =
-            BotNames { localpart: localpart(&user_id).unwrap_or_default().to_owned(), user_id, display_name };
+        let display_name =
+            match self.api.get("read the bot's display name", &["profile", &user_id, "displayname"]).await {
+                Ok(profile) => profile.get("displayname").and_then(Value::as_str).map(str::to_owned),
+                Err(error) => {
+                    tracing::debug!(channel = %self.name, error = %error, "no display name");
+                    None
+                }
+            };
+        let names = BotNames { localpart: localpart(&user_id).unwrap_or_default().to_owned(), user_id, display_name };
         match self.names.lock() {
             Ok(mut current) => *current = names.clone(),
             Err(_poisoned) => return Err(ChannelError::fatal("can't store the bot's names: lock poisoned")),
@@ -148,8 +150,7 @@ impl MatrixChannel {
             }
         }
         let body = crate::api::Body::Empty;
-        let answer =
-            self.api.call("sync", RequestKind::Ordinary, Method::GET, url, body, Some(SYNC_REQUEST_TIMEOUT)).await?;
+        let answer = self.api.call("sync", RequestKind::Ordinary, Method::GET, url, body, SYNC_REQUEST_TIMEOUT).await?;
         serde_json::from_value(answer).map_err(|error| failure::malformed("sync", error))
     }
 

@@ -155,7 +155,8 @@ mod tests {
         assert_eq!(room.display_names.get("@alice:localhost").map(String::as_str), Some("Alice"));
         assert_eq!(room.joined_members, Some(2), "a rename doesn't change the count");
 
-        let joined = json!({"type": "m.room.member", "state_key": "@carol:localhost", "content": {"membership": "join"}});
+        let joined =
+            json!({"type": "m.room.member", "state_key": "@carol:localhost", "content": {"membership": "join"}});
         rooms.apply_events("!r:localhost", std::iter::once(&joined));
         assert_eq!(rooms.room("!r:localhost").joined_members, None, "a join makes the count stale");
         rooms.forget("!r:localhost");

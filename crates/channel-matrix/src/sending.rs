@@ -5,9 +5,7 @@ use std::sync::atomic::Ordering;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use squidbot_channels::{
-    AttachmentData, ChannelError, Conversation, InboundMessage, OutboundMessage, SentMessage,
-};
+use squidbot_channels::{AttachmentData, ChannelError, Conversation, InboundMessage, OutboundMessage, SentMessage};
 
 use crate::MatrixChannel;
 use crate::failure;
@@ -29,7 +27,11 @@ impl MatrixChannel {
             let bytes = match &attachment.data {
                 AttachmentData::Bytes(bytes) => bytes.clone(),
                 AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
-                    ChannelError::rejected(format!("can't send {}: can't read {}: {error}", attachment.name, path.display()))
+                    ChannelError::rejected(format!(
+                        "can't send {}: can't read {}: {error}",
+                        attachment.name,
+                        path.display()
+                    ))
                 })?,
             };
             let size = bytes.len();

@@ -77,7 +77,10 @@ impl MatrixSettings {
             )));
         }
         let homeserver = Url::parse(&self.homeserver).map_err(|error| {
-            ChannelError::fatal(format!("can't set up channel {}: homeserver {:?}: {error}", self.name, self.homeserver))
+            ChannelError::fatal(format!(
+                "can't set up channel {}: homeserver {:?}: {error}",
+                self.name, self.homeserver
+            ))
         })?;
         if !matches!(homeserver.scheme(), "http" | "https") || homeserver.cannot_be_a_base() {
             return Err(ChannelError::fatal(format!(
@@ -147,7 +150,9 @@ mod tests {
             assert_eq!(error.kind, squidbot_channels::ChannelErrorKind::Fatal, "{case:?}");
             assert!(error.message.starts_with("can't set up"), "{error}");
         }
-        assert!(MatrixSettings { access_token: None, password: Some(Secret::new("pw")), ..settings() }.validate().is_ok());
+        assert!(
+            MatrixSettings { access_token: None, password: Some(Secret::new("pw")), ..settings() }.validate().is_ok()
+        );
     }
 
     #[test]

@@ -51,7 +51,9 @@ impl StateFiles {
     }
 
     async fn replace(&self, path: &Path, contents: String) -> Result<(), ChannelError> {
-        tokio::fs::create_dir_all(&self.directory).await.map_err(|error| io_error(&self.directory, "create", &error))?;
+        tokio::fs::create_dir_all(&self.directory)
+            .await
+            .map_err(|error| io_error(&self.directory, "create", &error))?;
         let mut temporary = path.as_os_str().to_owned();
         temporary.push(".tmp");
         let temporary = PathBuf::from(temporary);

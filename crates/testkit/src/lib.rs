@@ -23,6 +23,7 @@ mod openai;
 mod script;
 mod server;
 mod sse;
+pub mod synapse;
 
 pub use embeddings::{DEFAULT_EMBEDDING_DIMENSIONS, fake_embedding};
 pub use fixed_reply::FixedReply;

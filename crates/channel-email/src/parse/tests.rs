@@ -98,6 +98,16 @@ fn legacy_charsets_and_encoded_words_are_decoded() {
 }
 
 #[test]
+fn multi_byte_charsets_are_decoded() {
+    let mail = deliver(
+        "From: taro@example.jp\r\nSubject: =?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=\r\n\
+         Content-Type: text/plain; charset=ISO-2022-JP\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+         GyRCJDMkcyRLJEEkTxsoQg==\r\n",
+    );
+    assert_eq!(mail.text, "Subject: テスト\n\nこんにちは");
+}
+
+#[test]
 fn broken_charsets_decode_lossily() {
     let mut raw = b"From: ann@example.org\r\nSubject: =?x-unknown?Q?a=FFb?=\r\n\
         Content-Type: text/plain; charset=x-no-such-charset\r\n\r\n"
@@ -160,7 +170,8 @@ fn senders_that_are_not_answered() {
 
 #[test]
 fn garbage_does_not_panic() {
-    for raw in [&b""[..], b"\xff\xfe\x00", b"From: \r\n\r\n", b"Content-Type: multipart/mixed; boundary=\r\n\r\n--\r\n"] {
+    for raw in [&b""[..], b"\xff\xfe\x00", b"From: \r\n\r\n", b"Content-Type: multipart/mixed; boundary=\r\n\r\n--\r\n"]
+    {
         let _verdict = read_mail(raw, &context());
     }
 }

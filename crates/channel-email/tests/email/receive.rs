@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use squidbot_channels::{AttachmentData, ConversationKind};
 
-use crate::harness::{BOT, MailServers, Running, plain_mail};
+use super::harness::{BOT, MailServers, Running, plain_mail};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_mail_arrives_through_idle_and_is_flagged_seen() {
@@ -29,9 +29,8 @@ async fn a_plain_mail_arrives_through_idle_and_is_flagged_seen() {
     // The loop is idling now; with the default 60 s poll interval only IDLE can bring
     // the next mail within the test's patience.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let second = mailbox
-        .append(&plain_mail("bob@example.org", "Re: Lunch?", "<lunch-2@example.org>", "Count me in."))
-        .await;
+    let second =
+        mailbox.append(&plain_mail("bob@example.org", "Re: Lunch?", "<lunch-2@example.org>", "Count me in.")).await;
     let message = running.next().await;
     assert_eq!(message.platform_message_id, "<lunch-2@example.org>");
     assert_eq!(message.sender.id, "bob@example.org");
@@ -60,9 +59,10 @@ async fn html_only_and_legacy_charset_mail_is_decoded() {
               Content-Transfer-Encoding: quoted-printable\r\n\r\nUn caf=E9 cr=E8me.\r\n",
         )
         .await;
-    let mut windows = b"From: ann@example.org\r\nSubject: =?UTF-8?B?4pyTIGRvbmU=?=\r\nMessage-ID: <cp1252@example.org>\r\n\
+    let mut windows =
+        b"From: ann@example.org\r\nSubject: =?UTF-8?B?4pyTIGRvbmU=?=\r\nMessage-ID: <cp1252@example.org>\r\n\
         Content-Type: text/plain; charset=windows-1252\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
-        .to_vec();
+            .to_vec();
     windows.extend_from_slice(b"\x93Quoted\x94 costs \x80 5\r\n");
     mailbox.append(&windows).await;
 
@@ -128,7 +128,10 @@ async fn attachments_arrive_byte_for_byte_and_oversized_ones_as_a_note() {
     assert_eq!(message.attachments[0].name, "bytes.bin");
     assert_eq!(message.attachments[0].mime, "application/octet-stream");
     assert_eq!(message.attachments[0].data, AttachmentData::Bytes(small));
-    assert_eq!(message.text, "Subject: Files\n\nTwo files.\n\n[attachment huge.png skipped: 100 KB is over the 64 KB limit]");
+    assert_eq!(
+        message.text,
+        "Subject: Files\n\nTwo files.\n\n[attachment huge.png skipped: 100 KB is over the 64 KB limit]"
+    );
     assert_eq!(running.stop().await.0, Ok(()));
 }
 
@@ -173,7 +176,14 @@ async fn forged_automatic_and_own_mail_is_not_answered() {
         );
         mailbox.append(raw.as_bytes()).await;
     }
-    mailbox.append(&plain_mail(&format!("Squid Bot <{}>", BOT.to_uppercase()), "Re: x", "<own@example.test>", "my own reply")).await;
+    mailbox
+        .append(&plain_mail(
+            &format!("Squid Bot <{}>", BOT.to_uppercase()),
+            "Re: x",
+            "<own@example.test>",
+            "my own reply",
+        ))
+        .await;
     mailbox.append(b"From: a@example.org, b@example.org\r\nMessage-ID: <two@example.org>\r\n\r\nwho?\r\n").await;
     mailbox.append(&plain_mail("ann@example.org", "Real", "<real@example.org>", "a real question")).await;
 
@@ -218,7 +228,8 @@ fn wrapped_base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut encoded = String::new();
     for chunk in bytes.chunks(3) {
-        let value = chunk.iter().enumerate().fold(0u32, |value, (index, byte)| value | u32::from(*byte) << (16 - 8 * index));
+        let value =
+            chunk.iter().enumerate().fold(0u32, |value, (index, byte)| value | u32::from(*byte) << (16 - 8 * index));
         for index in 0..4 {
             if index <= chunk.len() {
                 encoded.push(char::from(ALPHABET[(value >> (18 - 6 * index) & 63) as usize]));

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::synapse::{Account, Synapse};
+use squidbot_testkit::synapse::{Account, Synapse};
 
 /// How long a test waits for something that should happen within a second or two.
 pub const PATIENCE: Duration = Duration::from_secs(15);

@@ -66,6 +66,75 @@ pub fn build(environment: &Environment, name: &str, kind: &str, config: &Channel
                 .map_err(|error| anyhow!("channels.{name}: {error}"))?;
             Ok(Arc::new(channel))
         }
+        #[cfg(feature = "matrix")]
+        "matrix" => {
+            use squidbot_channel_matrix::{InvitePolicy, MatrixChannel, MatrixSettings};
+            let token = credential(config.token.as_ref(), config.token_env.as_ref())
+                .map_err(|problem| anyhow!("channels.{name}.token_env {problem}"))?;
+            let password = credential(config.password.as_ref(), config.password_env.as_ref())
+                .map_err(|problem| anyhow!("channels.{name}.password_env {problem}"))?;
+            let invites = match config.auto_join.as_str() {
+                "all" => InvitePolicy::All,
+                "none" => InvitePolicy::None,
+                _ => InvitePolicy::From(config.owners.iter().chain(&config.allow_from).cloned().collect()),
+            };
+            let state_dir = environment.paths.home.join("channels");
+            std::fs::create_dir_all(&state_dir)
+                .map_err(|error| anyhow!("can't create {}: {error}", state_dir.display()))?;
+            let settings = MatrixSettings {
+                name: name.to_owned(),
+                homeserver: config
+                    .homeserver
+                    .clone()
+                    .or_else(|| config.api_base.clone())
+                    .ok_or_else(|| anyhow!("channels.{name}: homeserver is not set"))?,
+                user_id: config.user_id.clone().ok_or_else(|| anyhow!("channels.{name}: user_id is not set"))?,
+                access_token: token,
+                password,
+                device_id: config.device_id.clone(),
+                state_dir,
+                invites,
+                max_attachment_bytes: attachment_bytes(config),
+            };
+            let channel = MatrixChannel::new(settings).map_err(|error| anyhow!("channels.{name}: {error}"))?;
+            Ok(Arc::new(channel))
+        }
+        #[cfg(feature = "email")]
+        "email" => {
+            use squidbot_channel_email::{EmailChannel, EmailSettings, ImapSettings, Security, SmtpSettings};
+            let security = |text: &str| match text {
+                "starttls" => Security::StartTls,
+                "plain" => Security::Plain,
+                _ => Security::Tls,
+            };
+            let password = required(name, "password", config.password.as_ref(), config.password_env.as_ref())?;
+            let address = config.address.clone().ok_or_else(|| anyhow!("channels.{name}: address is not set"))?;
+            let username = config.username.clone().unwrap_or_else(|| address.clone());
+            let imap_host = config.imap_host.clone().ok_or_else(|| anyhow!("channels.{name}: imap_host is not set"))?;
+            let smtp_host = config.smtp_host.clone().ok_or_else(|| anyhow!("channels.{name}: smtp_host is not set"))?;
+            let mut imap = ImapSettings::new(imap_host, username.clone(), password.clone());
+            imap.security = security(&config.imap_security);
+            imap.port = config.imap_port.unwrap_or(if imap.security == Security::Tls { 993 } else { 143 });
+            imap.mailbox = config.mailbox.clone();
+            let mut smtp = SmtpSettings::new(smtp_host, username, password);
+            smtp.security = security(&config.smtp_security);
+            smtp.port = config.smtp_port.unwrap_or(match smtp.security {
+                Security::Tls => 465,
+                Security::StartTls => 587,
+                Security::Plain => 25,
+            });
+            let state_dir = environment.paths.home.join("channels");
+            std::fs::create_dir_all(&state_dir)
+                .map_err(|error| anyhow!("can't create {}: {error}", state_dir.display()))?;
+            let mut settings = EmailSettings::new(name, address, imap, smtp, state_dir);
+            settings.display_name = config.display_name.clone();
+            settings.poll_interval = std::time::Duration::from_secs(config.poll_interval_secs.max(1));
+            settings.extra_root_certificates =
+                config.ca_files.iter().map(|path| environment.paths.home.join(path)).collect();
+            settings.max_attachment_bytes = attachment_bytes(config);
+            let channel = EmailChannel::new(settings).map_err(|error| anyhow!("channels.{name}: {error}"))?;
+            Ok(Arc::new(channel))
+        }
         _ => {
             let _unused = config;
             bail!("channels.{name}: this squidbot was built without the {kind} channel")

@@ -13,6 +13,7 @@ mod gateway;
 mod gateway_password;
 mod harness;
 mod leaks;
+mod matrix;
 mod mcp;
 mod memory;
 mod openclaw;

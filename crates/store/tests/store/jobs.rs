@@ -140,7 +140,8 @@ async fn a_schema_three_database_gains_the_job_table() {
         .execute_batch(
             "DROP TABLE jobs; DROP TABLE job_revision; DROP TABLE approved_senders; DROP TABLE pairing_codes; \
              PRAGMA user_version = 3;",
-        ).unwrap();
+        )
+        .unwrap();
     drop(connection);
     let store = SqliteJobStore::new(Database::open(&path).unwrap());
     store.insert(&job("after", Some(1))).await.unwrap();

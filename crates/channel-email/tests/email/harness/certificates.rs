@@ -27,21 +27,58 @@ impl Certificates {
         )
         .unwrap();
         openssl(&[
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-            "-subj", "/CN=squidbot test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-            "-keyout", path_str(&path("ca.key")), "-out", path_str(&path("ca.pem")),
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=squidbot test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            path_str(&path("ca.key")),
+            "-out",
+            path_str(&path("ca.pem")),
         ])
         .await;
         openssl(&[
-            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
-            "-keyout", path_str(&path("server.key")), "-out", path_str(&path("server.csr")),
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            path_str(&path("server.key")),
+            "-out",
+            path_str(&path("server.csr")),
         ])
         .await;
         openssl(&[
-            "x509", "-req", "-in", path_str(&path("server.csr")), "-CA", path_str(&path("ca.pem")),
-            "-CAkey", path_str(&path("ca.key")), "-CAcreateserial", "-days", "2",
-            "-extfile", path_str(&extensions), "-out", path_str(&path("server.pem")),
+            "x509",
+            "-req",
+            "-in",
+            path_str(&path("server.csr")),
+            "-CA",
+            path_str(&path("ca.pem")),
+            "-CAkey",
+            path_str(&path("ca.key")),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            path_str(&extensions),
+            "-out",
+            path_str(&path("server.pem")),
         ])
         .await;
         Self { ca: path("ca.pem"), certificate: path("server.pem"), key: path("server.key") }
@@ -53,8 +90,10 @@ fn path_str(path: &Path) -> &str {
 }
 
 async fn openssl(arguments: &[&str]) {
-    let output = Command::new("openssl").args(arguments).output().await.unwrap_or_else(|error| {
-        panic!("can't run openssl ({error}): run scripts/install-mail-servers")
-    });
+    let output = Command::new("openssl")
+        .args(arguments)
+        .output()
+        .await
+        .unwrap_or_else(|error| panic!("can't run openssl ({error}): run scripts/install-mail-servers"));
     assert!(output.status.success(), "openssl {arguments:?} failed: {}", String::from_utf8_lossy(&output.stderr));
 }

@@ -2,6 +2,9 @@
 //! test's temporary directory; IMAPS and IMAP (STARTTLS) listeners on free ports of
 //! 127.0.0.1; `bot@example.test` / `password` in a passwd-file.
 //!
+//! A Dovecot dropped with its test is killed (`kill_on_drop`); its processes notice
+//! their master is gone and exit. [`Dovecot::stop`] stops it gracefully instead.
+//!
 //! As root, Dovecot's own unprivileged users run its processes and own the Maildir (the
 //! package creates `dovecot` and `dovenull`); as any other user, everything runs as
 //! that user.
@@ -54,7 +57,14 @@ impl Dovecot {
                 configuration(&directory, certificates, imap_port, imaps_port, own_user.as_deref(), options),
             )
             .unwrap();
-            let mut dovecot = Self { binary: binary.to_owned(), directory: directory.clone(), config, child: None, imaps_port, imap_port };
+            let mut dovecot = Self {
+                binary: binary.to_owned(),
+                directory: directory.clone(),
+                config,
+                child: None,
+                imaps_port,
+                imap_port,
+            };
             match dovecot.launch().await {
                 Ok(()) => return dovecot,
                 Err(failure) => last_failure = failure,
@@ -65,7 +75,8 @@ impl Dovecot {
 
     /// Starts the process and waits until both ports accept connections.
     async fn launch(&mut self) -> Result<(), String> {
-        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(self.directory.join("stderr.log")).unwrap();
+        let stderr =
+            std::fs::OpenOptions::new().create(true).append(true).open(self.directory.join("stderr.log")).unwrap();
         let mut child = Command::new(&self.binary)
             .arg("-F")
             .arg("-c")
@@ -184,6 +195,7 @@ ssl_key = <{key}
 disable_plaintext_auth = yes
 auth_mechanisms = plain login
 auth_failure_delay = 0
+login_log_format_elements = user=<%u> method=%m rip=%r lip=%l lport=%{{local_port}} mpid=%e %c session=<%{{session}}>
 first_valid_uid = 1
 first_valid_gid = 1
 mail_location = maildir:{directory}/mail/Maildir

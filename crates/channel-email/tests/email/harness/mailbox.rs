@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_imap::Session;
 use futures_util::TryStreamExt;
-use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -51,13 +51,14 @@ impl AdminMailbox {
     /// Whether each mail (by UID) is flagged `\Seen`.
     pub async fn seen(&mut self) -> HashMap<u32, bool> {
         self.session.noop().await.unwrap();
-        let fetches: Vec<_> =
-            self.session.uid_fetch("1:*", "(UID FLAGS)").await.unwrap().try_collect().await.unwrap();
+        let fetches: Vec<_> = self.session.uid_fetch("1:*", "(UID FLAGS)").await.unwrap().try_collect().await.unwrap();
+        // Unsolicited flag updates (without UID) may come along; the answers to our
+        // command carry the UID.
         fetches
             .iter()
-            .map(|fetch| {
+            .filter_map(|fetch| {
                 let seen = fetch.flags().any(|flag| flag == async_imap::types::Flag::Seen);
-                (fetch.uid.unwrap(), seen)
+                Some((fetch.uid?, seen))
             })
             .collect()
     }

@@ -53,14 +53,19 @@ impl SmtpServer {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .unwrap_or_else(|error| panic!("can't run {}: {error}; run scripts/install-mail-servers", python.display()));
+            .unwrap_or_else(|error| {
+                panic!("can't run {}: {error}; run scripts/install-mail-servers", python.display())
+            });
         let stdout = child.stdout.take().unwrap();
         let mut line = String::new();
         tokio::time::timeout(PATIENCE, BufReader::new(stdout).read_line(&mut line))
             .await
             .expect("the SMTP server did not start")
             .unwrap();
-        let ports: Vec<u16> = line.trim().strip_prefix("ports ").unwrap_or_else(|| panic!("SMTP server said {line:?}"))
+        let ports: Vec<u16> = line
+            .trim()
+            .strip_prefix("ports ")
+            .unwrap_or_else(|| panic!("SMTP server said {line:?}"))
             .split(' ')
             .map(|port| port.parse().unwrap())
             .collect();

@@ -2,6 +2,8 @@
 //! (free port, SQLite, no federation, rate limits out of the way), started once,
 //! users registered through the shared-secret admin API, killed on drop.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test server that fails loudly on any setup problem")]
+
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -28,7 +30,6 @@ pub struct Synapse {
 #[derive(Debug, Clone)]
 pub struct Account {
     pub user_id: String,
-    pub localpart: String,
     pub password: String,
     pub access_token: String,
 }
@@ -115,10 +116,20 @@ impl Synapse {
         assert!(status.is_success(), "can't register {localpart}: {status} {answer}");
         Account {
             user_id: answer["user_id"].as_str().unwrap().to_owned(),
-            localpart: localpart.to_owned(),
             password,
             access_token: answer["access_token"].as_str().unwrap().to_owned(),
         }
+    }
+
+    /// Logs `account` in again: a new device with a new access token.
+    pub async fn log_in(&self, account: &Account) -> Account {
+        let url = format!("{}/_matrix/client/v3/login", self.base_url);
+        let body = json!({"type": "m.login.password", "identifier": {"type": "m.id.user", "user": account.user_id},
+                          "password": account.password});
+        let answer: Value = self.http.post(&url).json(&body).send().await.unwrap().json().await.unwrap();
+        let access_token =
+            answer["access_token"].as_str().unwrap_or_else(|| panic!("can't log in: {answer}")).to_owned();
+        Account { access_token, ..account.clone() }
     }
 }
 
@@ -186,6 +197,8 @@ log_config: "{log_config}"
 media_store_path: "{media}"
 registration_shared_secret: "{SHARED_SECRET}"
 enable_registration: false
+# Password hashing at its cheapest: registrations and logins are test set-up.
+bcrypt_rounds: 4
 trusted_key_servers: []
 suppress_key_server_warning: true
 federation_domain_whitelist: []
@@ -244,8 +257,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+#[cfg(test)]
 #[test]
 fn hmac_sha1_matches_the_rfc_2202_vectors() {
-    assert_eq!(hex(&hmac_sha1(b"key", b"The quick brown fox jumps over the lazy dog")), "de7c9b85b8b78aa6bc8a7a36f70a90701c9db4d9");
-    assert_eq!(hex(&hmac_sha1(&[0xaa; 80], b"Test Using Larger Than Block-Size Key - Hash Key First")), "aa4ae5e15272d00e95705637ce8a3b55ed402112");
+    assert_eq!(
+        hex(&hmac_sha1(b"key", b"The quick brown fox jumps over the lazy dog")),
+        "de7c9b85b8b78aa6bc8a7a36f70a90701c9db4d9"
+    );
+    assert_eq!(
+        hex(&hmac_sha1(&[0xaa; 80], b"Test Using Larger Than Block-Size Key - Hash Key First")),
+        "aa4ae5e15272d00e95705637ce8a3b55ed402112"
+    );
 }
