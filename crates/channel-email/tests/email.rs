@@ -1,5 +1,5 @@
 //! Integration tests of the email adapter against real servers: Dovecot for IMAP and
-//! aiosmtpd for SMTP, both started per test by the harness (scripts/install-mail-servers
+//! aiosmtpd for SMTP, both started per test by `squidbot_testkit::mail` (scripts/install-mail-servers
 //! installs them; scripts/test sets SQUIDBOT_TEST_DOVECOT and
 //! SQUIDBOT_TEST_MAIL_PYTHON).
 

@@ -19,6 +19,7 @@ pub mod fake_slack;
 pub mod fake_telegram;
 mod fixed_reply;
 pub mod invariants;
+pub mod mail;
 mod openai;
 mod script;
 mod server;

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use squidbot_channel_email::{EmailChannel, EmailSettings, ImapSettings, Security, SmtpSettings};
 use squidbot_channels::{Channel, ChannelErrorKind, InboundSink};
+use squidbot_testkit::mail::{MailServers, ServerOptions, plain_mail};
 use squidbot_types::Secret;
 use tokio_util::sync::CancellationToken;
 
-use super::harness::{MailServers, Running, ServerOptions, plain_mail};
+use super::harness::{BotSettings, Running};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn implicit_tls_and_starttls_both_work() {

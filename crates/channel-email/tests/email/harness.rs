@@ -1,82 +1,26 @@
-//! The mail servers the tests run against, one set per test: a self-signed CA and
-//! server certificate (openssl CLI), a Dovecot (IMAP) started in the foreground with its
-//! own configuration in a temporary directory, an aiosmtpd server (SMTP) recording
-//! what it receives, and the adapter running against them.
+//! The adapter against the mail servers of `squidbot_testkit::mail`: the bot's settings
+//! for those servers and the adapter's receive loop running in a task.
 
-mod certificates;
-mod dovecot;
-mod mailbox;
-mod smtp;
-
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use squidbot_channel_email::{EmailChannel, EmailSettings, ImapSettings, Security, SmtpSettings};
 use squidbot_channels::{Channel, ChannelError, InboundMessage, InboundSink};
+use squidbot_testkit::mail::{BOT, MailServers, PASSWORD, PATIENCE};
 use squidbot_types::Secret;
-use tempfile::TempDir;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use certificates::Certificates;
-pub use dovecot::Dovecot;
-pub use mailbox::AdminMailbox;
-pub use smtp::{SentMail, SmtpServer};
-
-/// The bot's address, IMAP login and SMTP login.
-pub const BOT: &str = "bot@example.test";
-/// The password of [`BOT`] on both servers.
-pub const PASSWORD: &str = "password";
-
-/// How long a test waits for something that should happen quickly.
-pub const PATIENCE: Duration = Duration::from_secs(15);
-
-/// The path in an environment variable set by scripts/test; unset fails the test.
-pub fn required_tool(variable: &str) -> PathBuf {
-    match std::env::var_os(variable) {
-        Some(path) if !path.is_empty() => PathBuf::from(path),
-        _ => panic!(
-            "{variable} is not set: the email tests need real mail servers. Run scripts/install-mail-servers and \
-             export the SQUIDBOT_TEST_DOVECOT and SQUIDBOT_TEST_MAIL_PYTHON it prints (scripts/test does this)."
-        ),
-    }
-}
-
-/// Options for [`MailServers::start`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ServerOptions {
-    /// Dovecot leaves IDLE out of its capabilities, so the adapter must poll.
-    pub without_idle: bool,
-}
-
-/// A Dovecot and an SMTP server sharing one certificate, in one temporary directory.
-pub struct MailServers {
-    pub directory: TempDir,
-    pub certificates: Certificates,
-    pub dovecot: Dovecot,
-    pub smtp: SmtpServer,
-}
-
-impl MailServers {
-    pub async fn start() -> Self {
-        Self::start_with(ServerOptions::default()).await
-    }
-
-    pub async fn start_with(options: ServerOptions) -> Self {
-        let dovecot_binary = required_tool("SQUIDBOT_TEST_DOVECOT");
-        let python = required_tool("SQUIDBOT_TEST_MAIL_PYTHON");
-        let directory = tempfile::tempdir().unwrap();
-        let certificates = Certificates::generate(&directory.path().join("tls")).await;
-        let dovecot = Dovecot::start(&dovecot_binary, directory.path(), &certificates, options).await;
-        let smtp = SmtpServer::start(&python, directory.path(), &certificates).await;
-        Self { directory, certificates, dovecot, smtp }
-    }
-
+/// The adapter's settings for a set of test mail servers.
+pub trait BotSettings {
     /// Settings for the bot against these servers: IMAPS, SMTP with STARTTLS, the
     /// test CA trusted, a fresh state directory.
-    pub fn settings(&self) -> EmailSettings {
+    fn settings(&self) -> EmailSettings;
+}
+
+impl BotSettings for MailServers {
+    fn settings(&self) -> EmailSettings {
         let imap = ImapSettings {
             host: "127.0.0.1".to_owned(),
             port: self.dovecot.imaps_port,
@@ -96,21 +40,6 @@ impl MailServers {
         settings.display_name = Some("Squid Bot".to_owned());
         settings.extra_root_certificates = vec![self.certificates.ca.clone()];
         settings
-    }
-
-    /// A state directory under the test's temporary directory.
-    pub fn state_dir(&self, name: &str) -> PathBuf {
-        self.directory.path().join(name)
-    }
-
-    /// A client of the bot's mailbox for the test's own use (append, flags).
-    pub async fn mailbox(&self) -> AdminMailbox {
-        AdminMailbox::connect(self.dovecot.imaps_port, &self.certificates).await
-    }
-
-    /// The Dovecot log, for failure messages.
-    pub fn dovecot_log(&self) -> String {
-        self.dovecot.log()
     }
 }
 
@@ -168,13 +97,4 @@ impl Running {
     pub async fn finished(self) -> Result<(), ChannelError> {
         tokio::time::timeout(PATIENCE, self.task).await.expect("the loop did not end").unwrap()
     }
-}
-
-/// A simple mail from `from` to the bot, CRLF line ends.
-pub fn plain_mail(from: &str, subject: &str, message_id: &str, body: &str) -> Vec<u8> {
-    format!(
-        "From: {from}\r\nTo: {BOT}\r\nSubject: {subject}\r\nMessage-ID: {message_id}\r\n\
-         Date: Mon, 1 Jan 2024 10:00:00 +0000\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
-    )
-    .into_bytes()
 }

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use squidbot_channels::{AttachmentData, ConversationKind};
+use squidbot_testkit::mail::{BOT, MailServers, plain_mail};
 
-use super::harness::{BOT, MailServers, Running, plain_mail};
+use super::harness::{BotSettings, Running};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_mail_arrives_through_idle_and_is_flagged_seen() {

@@ -7,8 +7,9 @@ use squidbot_channels::{
     Attachment, AttachmentData, Channel, ChannelErrorKind, Conversation, ConversationKind, InboundMessage,
     OutboundMessage,
 };
+use squidbot_testkit::mail::{BOT, MailServers, SentMail, plain_mail};
 
-use super::harness::{BOT, MailServers, Running, SentMail, plain_mail};
+use super::harness::{BotSettings, Running};
 
 /// A message starting a new thread to `address`.
 pub fn new_thread_to(address: &str, text: &str) -> OutboundMessage {

@@ -43,6 +43,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
         Err(_) => (0, 0, 0),
     };
     let memory = memory_report(environment).await;
+    let channels = channel_report(environment).await;
     if as_json {
         let report = json!({
             "version": env!("CARGO_PKG_VERSION"),
@@ -59,6 +60,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             "prompt": { "system_chars": prompt_chars, "tools": tool_count, "tool_schema_chars": tool_chars },
             "memory": memory,
             "mcp": { "servers": mcp_servers },
+            "channels": channels,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -109,6 +111,15 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             server["target"].as_str().unwrap_or_default()
         );
     }
+    for channel in &channels {
+        let error = channel["lastError"].as_str().map(|error| format!(" ({error})")).unwrap_or_default();
+        println!(
+            "channel    {} ({}) {}{error}",
+            channel["name"].as_str().unwrap_or_default(),
+            channel["kind"].as_str().unwrap_or_default(),
+            channel["status"].as_str().unwrap_or_default()
+        );
+    }
     match memory.get("error") {
         Some(error) => println!("memory     unavailable: {}", error.as_str().unwrap_or_default()),
         None => {
@@ -126,6 +137,35 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The enabled chat channels: their live state from the running gateway, or
+/// `not running` when no gateway answers.
+async fn channel_report(environment: &Environment) -> Vec<serde_json::Value> {
+    let config = environment.config();
+    let mut live = std::collections::HashMap::new();
+    if config.channels.values().any(|channel| channel.enabled)
+        && let Ok(Some(mut client)) = super::gateway_client::GatewayClient::connect(&config.gateway).await
+    {
+        if let Ok(response) = client.call("status", json!({})).await
+            && let Some(channels) = response["payload"]["channels"].as_array()
+        {
+            for channel in channels {
+                live.insert(channel["name"].as_str().unwrap_or_default().to_owned(), channel.clone());
+            }
+        }
+        client.close().await;
+    }
+    config
+        .channels
+        .iter()
+        .filter(|(_, channel)| channel.enabled)
+        .map(|(name, channel)| {
+            live.remove(name).unwrap_or_else(
+                || json!({"name": name, "kind": channel.kind_of(name), "status": "not running (no gateway answers)"}),
+            )
+        })
+        .collect()
 }
 
 /// The configured MCP servers (name, transport, enabled, command or URL); none is started.

@@ -9,6 +9,7 @@ mod chat;
 mod cron;
 mod delegation;
 mod discord;
+mod email;
 mod gateway;
 mod gateway_password;
 mod harness;

@@ -172,4 +172,12 @@ async fn a_channel_whose_token_is_refused_is_reported_failed_and_the_others_keep
     assert!(!channel["lastError"].as_str().unwrap().contains("telegram-test-token"), "the token stays out: {last}");
     assert_eq!(last["status"], "degraded");
     assert_eq!(last["components"]["channels"]["hook"]["status"], "running", "{last}");
+    let status: Value = serde_json::from_str(&home.run(&["status", "--json"]).await.success().stdout).unwrap();
+    let listed: Vec<(String, String)> = status["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|channel| (channel["name"].as_str().unwrap().to_owned(), channel["status"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(listed, [("hook".to_owned(), "running".to_owned()), ("telegram".to_owned(), "failed".to_owned())]);
 }

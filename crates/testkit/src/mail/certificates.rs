@@ -7,7 +7,7 @@ use tokio::process::Command;
 
 /// The files the servers and the adapter use.
 pub struct Certificates {
-    /// The CA certificate (PEM), trusted through `extra_root_certificates`.
+    /// The CA certificate (PEM), for clients to trust.
     pub ca: PathBuf,
     /// The server certificate (PEM).
     pub certificate: PathBuf,
@@ -16,6 +16,7 @@ pub struct Certificates {
 }
 
 impl Certificates {
+    /// Writes a fresh CA, server key and certificate into `directory`.
     pub async fn generate(directory: &Path) -> Self {
         std::fs::create_dir_all(directory).unwrap();
         let path = |name: &str| directory.join(name);

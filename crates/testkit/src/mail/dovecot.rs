@@ -19,6 +19,7 @@ use tokio::process::{Child, Command};
 
 use super::{BOT, Certificates, PASSWORD, ServerOptions};
 
+/// A running Dovecot, killed on drop.
 pub struct Dovecot {
     binary: PathBuf,
     directory: PathBuf,
@@ -31,6 +32,7 @@ pub struct Dovecot {
 }
 
 impl Dovecot {
+    /// Starts Dovecot with its files under `parent`/dovecot, retrying on port clashes.
     pub async fn start(binary: &Path, parent: &Path, certificates: &Certificates, options: ServerOptions) -> Self {
         let directory = parent.join("dovecot");
         std::fs::create_dir_all(directory.join("mail")).unwrap();
@@ -135,6 +137,7 @@ impl Dovecot {
         panic!("can't restart Dovecot: {last_failure}");
     }
 
+    /// Dovecot's standard error and log file.
     pub fn log(&self) -> String {
         let read = |name: &str| std::fs::read_to_string(self.directory.join(name)).unwrap_or_default();
         format!("{}{}", read("stderr.log"), read("dovecot.log"))

@@ -14,11 +14,13 @@ use tokio_rustls::client::TlsStream;
 
 use super::{BOT, Certificates, PASSWORD};
 
+/// A logged-in IMAPS session with INBOX selected.
 pub struct AdminMailbox {
     session: Session<TlsStream<TcpStream>>,
 }
 
 impl AdminMailbox {
+    /// Logs in as the bot over IMAPS, trusting the test CA.
     pub async fn connect(port: u16, certificates: &Certificates) -> Self {
         let mut roots = rustls::RootCertStore::empty();
         for certificate in CertificateDer::pem_file_iter(&certificates.ca).unwrap() {

@@ -1,5 +1,5 @@
-//! The aiosmtpd server of tests/email/smtp_server.py: STARTTLS-then-AUTH submission and
-//! implicit TLS, recording every accepted mail to a directory.
+//! The aiosmtpd server of smtp_server.py (embedded, written beside its output): STARTTLS-then-AUTH
+//! submission and implicit TLS, recording every accepted mail to a directory.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -10,9 +10,13 @@ use tokio::process::{Child, Command};
 
 use super::{BOT, Certificates, PASSWORD, PATIENCE};
 
+/// The server's source, run by the Python that has aiosmtpd.
+const SCRIPT: &str = include_str!("smtp_server.py");
+
+/// A running aiosmtpd, killed on drop.
 pub struct SmtpServer {
     _child: Child,
-    out: PathBuf,
+    output: PathBuf,
     /// Submission: STARTTLS required before AUTH.
     pub starttls_port: u16,
     /// Implicit TLS.
@@ -35,14 +39,16 @@ pub struct SentMail {
 }
 
 impl SmtpServer {
+    /// Starts the server on free ports of 127.0.0.1; `parent` holds its output.
     pub async fn start(python: &Path, parent: &Path, certificates: &Certificates) -> Self {
-        let out = parent.join("smtp-out");
-        std::fs::create_dir_all(&out).unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/email/smtp_server.py");
+        let output = parent.join("smtp-out");
+        std::fs::create_dir_all(&output).unwrap();
+        let script = parent.join("smtp_server.py");
+        std::fs::write(&script, SCRIPT).unwrap();
         let mut child = Command::new(python)
             .arg(&script)
             .arg("--out")
-            .arg(&out)
+            .arg(&output)
             .arg("--cert")
             .arg(&certificates.certificate)
             .arg("--key")
@@ -69,12 +75,12 @@ impl SmtpServer {
             .split(' ')
             .map(|port| port.parse().unwrap())
             .collect();
-        Self { _child: child, out, starttls_port: ports[0], tls_port: ports[1] }
+        Self { _child: child, output, starttls_port: ports[0], tls_port: ports[1] }
     }
 
     /// Every mail accepted so far, oldest first.
     pub fn sent(&self) -> Vec<SentMail> {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(&self.out)
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&self.output)
             .unwrap()
             .map(|entry| entry.unwrap().path())
             .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
