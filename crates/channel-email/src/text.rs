@@ -170,7 +170,7 @@ pub(crate) fn decode_entities(text: &str) -> String {
         decoded.push_str(&rest[..position]);
         rest = &rest[position..];
         let reference = rest[1..].find(';').filter(|end| *end <= 10).map(|end| &rest[1..=end]);
-        match reference.and_then(decode_entity) {
+        match reference.and_then(squidbot_channels::html_entity) {
             Some(character) => {
                 decoded.push(character);
                 rest = &rest[reference.map_or(1, |reference| reference.len() + 2)..];
@@ -183,42 +183,6 @@ pub(crate) fn decode_entities(text: &str) -> String {
     }
     decoded.push_str(rest);
     decoded
-}
-
-fn decode_entity(reference: &str) -> Option<char> {
-    if let Some(number) = reference.strip_prefix('#') {
-        let code = match number.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => number.parse().ok()?,
-        };
-        // NUL and other C0 controls besides tab and newlines never belong in text.
-        return char::from_u32(code).filter(|character| !character.is_control() || "\t\n\r".contains(*character));
-    }
-    Some(match reference {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "copy" => '©',
-        "reg" => '®',
-        "trade" => '™',
-        "hellip" => '…',
-        "mdash" => '—',
-        "ndash" => '–',
-        "lsquo" => '‘',
-        "rsquo" => '’',
-        "ldquo" => '“',
-        "rdquo" => '”',
-        "laquo" => '«',
-        "raquo" => '»',
-        "bull" => '•',
-        "middot" => '·',
-        "euro" => '€',
-        "times" => '×',
-        _ => return None,
-    })
 }
 
 /// Builds the text of [`html_to_text`]: collapses whitespace, prefixes quoted lines.

@@ -197,7 +197,8 @@ fn decode_entities(text: &str) -> String {
         decoded.push_str(rest.get(..start).unwrap_or_default());
         let after = rest.get(start..).unwrap_or_default();
         let entity_end = after.find(';').filter(|end| *end <= 10);
-        let replacement = entity_end.and_then(|end| entity(after.get(1..end).unwrap_or_default()));
+        let replacement =
+            entity_end.and_then(|end| squidbot_channels::html_entity(after.get(1..end).unwrap_or_default()));
         match (entity_end, replacement) {
             (Some(end), Some(character)) => {
                 decoded.push(character);
@@ -211,25 +212,6 @@ fn decode_entities(text: &str) -> String {
     }
     decoded.push_str(rest);
     decoded
-}
-
-fn entity(name: &str) -> Option<char> {
-    match name {
-        "amp" => Some('&'),
-        "lt" => Some('<'),
-        "gt" => Some('>'),
-        "quot" => Some('"'),
-        "apos" => Some('\''),
-        "nbsp" => Some('\u{a0}'),
-        _ => {
-            let number = name.strip_prefix('#')?;
-            let code = match number.strip_prefix(['x', 'X']) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                None => number.parse().ok()?,
-            };
-            char::from_u32(code)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub(crate) fn html_to_plain(html: &str) -> String {
             rest = tail.get(end + 1..).unwrap_or("");
         } else {
             let end = tail.find(';').filter(|end| *end <= 10);
-            match end.and_then(|end| entity(tail.get(1..end).unwrap_or(""))) {
+            match end.and_then(|end| squidbot_channels::html_entity(tail.get(1..end).unwrap_or(""))) {
                 Some(character) => {
                     plain.push(character);
                     rest = tail.get(end.map_or(1, |end| end + 1)..).unwrap_or("");
@@ -57,25 +57,6 @@ fn href(tag: &str) -> Option<String> {
 
 fn decode_entities(text: &str) -> String {
     html_to_plain(text)
-}
-
-/// The character an entity name (`amp`, `#39`, `#x27`) stands for.
-fn entity(name: &str) -> Option<char> {
-    match name {
-        "lt" => Some('<'),
-        "gt" => Some('>'),
-        "amp" => Some('&'),
-        "quot" => Some('"'),
-        "apos" => Some('\''),
-        _ => {
-            let number = name.strip_prefix('#')?;
-            let code = match number.strip_prefix(['x', 'X']) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                None => number.parse().ok()?,
-            };
-            char::from_u32(code)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@
 
 mod backoff;
 mod dedup;
+mod html;
 mod manager;
 mod markdown;
 mod pairing;
@@ -53,6 +54,7 @@ mod split;
 
 pub use backoff::{BackoffSettings, Restart, RestartBackoff};
 pub use dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
+pub use html::html_entity;
 pub use manager::{AttachmentStore, ChannelEntry, ChannelHealth, ChannelManager, ChannelState, ManagerSettings};
 pub use markdown::{MarkdownFlavor, render};
 pub use pairing::{
