@@ -47,7 +47,10 @@ fn a_schema_two_database_gains_the_journal() {
     let connection = rusqlite::Connection::open(&path).unwrap();
     // Later migrations' tables go too, so the file looks like schema 2 again.
     connection
-        .execute_batch("DROP TABLE job_revision; DROP TABLE jobs; DROP TABLE bus_messages; PRAGMA user_version = 2;")
+        .execute_batch(
+            "DROP TABLE job_revision; DROP TABLE jobs; DROP TABLE bus_messages; DROP TABLE approved_senders; \
+             DROP TABLE pairing_codes; PRAGMA user_version = 2;",
+        )
         .unwrap();
     drop(connection);
     let journal = SqliteBusJournal::new(Database::open(&path).unwrap());
