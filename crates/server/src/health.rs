@@ -21,9 +21,10 @@ pub(crate) async fn report(gateway: &Gateway) -> Value {
             Err(error) => json!({"status": "error", "error": error.to_string()}),
         },
     };
+    let views = crate::channels::views(gateway);
     let channels: serde_json::Map<String, Value> =
-        crate::channels::views(gateway).iter().map(|channel| (channel.name.clone(), channel.json())).collect();
-    let channel_down = crate::channels::views(gateway).iter().any(|channel| !channel.up);
+        views.iter().map(|channel| (channel.name.clone(), channel.json())).collect();
+    let channel_down = views.iter().any(|channel| !channel.up);
     let degraded = memory["status"] == "error" || channel_down;
     json!({
         "status": if degraded { "degraded" } else { "ok" },
