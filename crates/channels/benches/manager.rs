@@ -108,15 +108,7 @@ impl Channel for BenchChannel {
 
     async fn run(&self, inbound: InboundSink, shutdown: CancellationToken) -> Result<(), ChannelError> {
         let mut incoming = self.incoming.lock().await;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(()),
-                message = incoming.recv() => match message {
-                    Some(message) => inbound.deliver(message).await.map_err(|closed| ChannelError::transient(closed.to_string()))?,
-                    None => return Ok(()),
-                },
-            }
-        }
+        inbound.forward(&mut incoming, &shutdown).await.map_err(|closed| ChannelError::transient(closed.to_string()))
     }
 
     async fn send(&self, message: &OutboundMessage) -> Result<SentMessage, ChannelError> {

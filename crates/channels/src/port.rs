@@ -235,6 +235,29 @@ impl InboundSink {
         self.sender.send(message).await.map_err(|_closed| SinkClosed)
     }
 
+    /// Hands every message of `incoming` to the manager until `shutdown` is cancelled or
+    /// `incoming` ends (`Ok`), or the manager stops reading (`SinkClosed`). For adapters
+    /// whose messages arrive on a queue of their own (the webhook, test channels).
+    pub async fn forward(
+        &self,
+        incoming: &mut mpsc::Receiver<InboundMessage>,
+        shutdown: &CancellationToken,
+    ) -> Result<(), SinkClosed> {
+        loop {
+            let message = tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                message = incoming.recv() => match message {
+                    Some(message) => message,
+                    None => return Ok(()),
+                },
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                delivered = self.deliver(message) => delivered?,
+            }
+        }
+    }
+
     /// Whether the manager has stopped reading, so the receive loop can end.
     pub fn is_closed(&self) -> bool {
         self.sender.is_closed()

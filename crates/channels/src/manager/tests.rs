@@ -132,15 +132,13 @@ impl Channel for FakeChannel {
             RunStep::Fail(error) => Err(error),
             RunStep::Serve => {
                 let mut incoming = self.incoming.lock().await;
-                loop {
-                    tokio::select! {
-                        () = shutdown.cancelled() => return Ok(()),
-                        message = incoming.recv() => match message {
-                            Some(message) => inbound.deliver(message).await.map_err(|closed| ChannelError::transient(closed.to_string()))?,
-                            None => { shutdown.cancelled().await; return Ok(()) }
-                        },
-                    }
-                }
+                inbound
+                    .forward(&mut incoming, &shutdown)
+                    .await
+                    .map_err(|closed| ChannelError::transient(closed.to_string()))?;
+                // The test's queue ended: stay up until shutdown, as a live platform would.
+                shutdown.cancelled().await;
+                Ok(())
             }
         }
     }

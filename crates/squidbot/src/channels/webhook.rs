@@ -194,20 +194,7 @@ impl Channel for WebhookChannel {
 
     async fn run(&self, inbound: InboundSink, shutdown: CancellationToken) -> Result<(), ChannelError> {
         let mut incoming = self.incoming.lock().await;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(()),
-                message = incoming.recv() => match message {
-                    Some(message) => {
-                        tokio::select! {
-                            () = shutdown.cancelled() => return Ok(()),
-                            delivered = inbound.deliver(message) => delivered.map_err(|closed| ChannelError::transient(closed.to_string()))?,
-                        }
-                    }
-                    None => return Ok(()),
-                },
-            }
-        }
+        inbound.forward(&mut incoming, &shutdown).await.map_err(|closed| ChannelError::transient(closed.to_string()))
     }
 
     async fn send(&self, message: &OutboundMessage) -> Result<SentMessage, ChannelError> {

@@ -278,15 +278,7 @@ async fn a_background_worker_sends_as_itself_to_its_owner_and_nowhere_else() {
     assert_eq!(late["ok"], false, "{late}");
     assert_eq!(late["error"]["details"]["status"], "no_route", "{late}");
     assert!(!trigger_file(&home, &format!("{worker_id}.txt")).exists(), "nothing queued for an ended worker");
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", gateway.base))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     assert!(metrics.contains("squidbot_bus_messages_total{result=\"owner_binding_violation\"} 1"), "{metrics}");
     assert!(metrics.contains("squidbot_workers_finished_total{role=\"coder\",outcome=\"done\"} 1"), "{metrics}");
     assistant.assert_clean();

@@ -18,6 +18,19 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// `GET /metrics` with the gateway token, as text.
+    pub(crate) async fn metrics(&self) -> String {
+        reqwest::Client::new()
+            .get(format!("{}/metrics", self.base))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// `POST /v1/chat/completions` with `body` and the gateway token.
     pub(crate) async fn chat_completions(&self, body: &serde_json::Value) -> reqwest::Response {
         reqwest::Client::new()

@@ -13,7 +13,6 @@ use sha2::Sha256;
 use squidbot_testkit::{Reply, ScriptedLlm};
 
 use crate::bus::{bus_home, eventually, start_gateway};
-use crate::gateway::TOKEN;
 
 const SECRET: &str = "hook-secret-0123";
 
@@ -114,15 +113,7 @@ async fn a_signed_request_is_answered_once_and_forged_ones_are_refused() {
         (hook["received"].as_u64(), hook["answered"].as_u64(), hook["duplicates"].as_u64()),
         (Some(1), Some(1), Some(1))
     );
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", gateway.base))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     assert!(metrics.contains("squidbot_channel_up{channel=\"hook\",kind=\"webhook\"} 1"), "{metrics}");
     assert!(metrics.contains("squidbot_channel_messages_total{channel=\"hook\",outcome=\"duplicate\"} 1"), "{metrics}");
     server.assert_clean();
