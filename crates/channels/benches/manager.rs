@@ -168,6 +168,7 @@ async fn direct() -> (Vec<Duration>, Vec<Duration>) {
         let request = RunRequest {
             session_key: format!("bench:user-{number}"),
             input: "Did the backup run last night?".into(),
+            images: Vec::new(),
             origin: "bench".into(),
             run_id: None,
             correlation_id: None,

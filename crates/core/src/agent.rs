@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use squidbot_types::message::{ToolCall, Usage};
 use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
-use squidbot_types::{ChatMessage, ToolSpec};
+use squidbot_types::{ChatMessage, ImageRef, ToolSpec};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -466,7 +466,7 @@ impl Agent {
         events: &dyn AgentEvents,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
-        self.run_turn_correlated(session, input, events, cancel, &ids::correlation_id()).await
+        self.run_turn_correlated(session, input.into(), events, cancel, &ids::correlation_id()).await
     }
 
     /// [`Agent::run_turn`] under a correlation id chosen by the caller (one per inbound
@@ -474,7 +474,7 @@ impl Agent {
     pub async fn run_turn_correlated(
         &self,
         session: &mut Session,
-        input: &str,
+        input: TurnInput<'_>,
         events: &dyn AgentEvents,
         cancel: &CancellationToken,
         correlation_id: &str,
@@ -501,7 +501,7 @@ impl Agent {
     async fn run_turn_inner(
         &self,
         session: &mut Session,
-        input: &str,
+        input: TurnInput<'_>,
         events: &dyn AgentEvents,
         cancel: &CancellationToken,
         correlation_id: &str,
@@ -516,7 +516,8 @@ impl Agent {
         }
         opening.push(EntryBody::Message {
             role: MessageRole::User,
-            content: input.to_owned(),
+            content: input.text.to_owned(),
+            images: input.images.to_vec(),
             model: None,
             usage: None,
             interrupted: false,
@@ -622,6 +623,7 @@ impl Agent {
             let mut bodies = vec![EntryBody::Message {
                 role: MessageRole::Assistant,
                 content: completion.content.clone(),
+                images: Vec::new(),
                 model: Some(completion.model.clone()),
                 usage: Some(completion.usage),
                 interrupted: false,
@@ -703,6 +705,7 @@ impl Agent {
             vec![EntryBody::Message {
                 role: MessageRole::Assistant,
                 content: outcome.reply.clone(),
+                images: Vec::new(),
                 model: None,
                 usage: None,
                 interrupted: true,
@@ -714,11 +717,33 @@ impl Agent {
 }
 
 fn interrupted_reply(partial: String) -> EntryBody {
-    EntryBody::Message { role: MessageRole::Assistant, content: partial, model: None, usage: None, interrupted: true }
+    EntryBody::Message {
+        role: MessageRole::Assistant,
+        content: partial,
+        images: Vec::new(),
+        model: None,
+        usage: None,
+        interrupted: true,
+    }
 }
 
 fn tool_specs_chars(specs: &[ToolSpec]) -> usize {
     specs.iter().map(ToolSpec::serialized_len).sum()
+}
+
+/// What the person sent for one turn: the text and any images with it.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnInput<'a> {
+    /// The message.
+    pub text: &'a str,
+    /// Images sent with it (shown to vision-capable models).
+    pub images: &'a [ImageRef],
+}
+
+impl<'a> From<&'a str> for TurnInput<'a> {
+    fn from(text: &'a str) -> Self {
+        Self { text, images: &[] }
+    }
 }
 
 /// Characters of a message list, for size reports.

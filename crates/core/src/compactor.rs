@@ -316,6 +316,7 @@ mod tests {
                 EntryBody::Message {
                     role: MessageRole::User,
                     content: text,
+                    images: Vec::new(),
                     model: None,
                     usage: None,
                     interrupted: false,
@@ -326,6 +327,7 @@ mod tests {
                 EntryBody::Message {
                     role: MessageRole::Assistant,
                     content: String::new(),
+                    images: Vec::new(),
                     model: None,
                     usage: None,
                     interrupted: false,
@@ -391,7 +393,7 @@ mod tests {
         let plan = plan(&session, 1000, 0, Pressure::Emergency).unwrap();
         session.push(truncation(&plan), "t".into());
         let history = session.history();
-        assert!(matches!(&history[0], ChatMessage::User { content } if content.contains("were dropped")));
+        assert!(matches!(&history[0], ChatMessage::User { content, .. } if content.contains("were dropped")));
         for (index, message) in history.iter().enumerate() {
             if let ChatMessage::Tool { call_id, .. } = message {
                 assert!(

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use squidbot_types::ToolCall;
+use squidbot_types::{ImageRef, ToolCall};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnStatus};
+use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, TurnStatus};
 use crate::delegation::{BackgroundResult, BackgroundSink};
 use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
 use crate::session::Session;
@@ -31,6 +31,8 @@ pub struct RunRequest {
     pub session_key: String,
     /// The user's message.
     pub input: String,
+    /// Images sent with it (saved files), shown to vision-capable models.
+    pub images: Vec<ImageRef>,
     /// Who asks (`openai`, `openclaw`, `ui`, ...), for logs and events.
     pub origin: String,
     /// The run's id; a fresh one when `None`.
@@ -217,6 +219,7 @@ impl Runner {
                 let body = squidbot_types::session::EntryBody::Message {
                     role: squidbot_types::session::MessageRole::Assistant,
                     content: message.text.clone(),
+                    images: Vec::new(),
                     model: None,
                     usage: None,
                     interrupted: false,
@@ -314,7 +317,7 @@ impl Runner {
         if self.tracker.is_closed() {
             return Err(RunError::ShuttingDown);
         }
-        if request.input.trim().is_empty() {
+        if request.input.trim().is_empty() && request.images.is_empty() {
             return Err(RunError::Invalid("the message is empty".into()));
         }
         if request.session_key.trim().is_empty() {
@@ -350,7 +353,7 @@ impl Runner {
             .unwrap_or_else(crate::ids::correlation_id);
         self.tracker.spawn(async move {
             let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone(), correlation_id);
-            turn.run(&request.input, &request.origin, &cancel).await;
+            turn.run(TurnInput { text: &request.input, images: &request.images }, &request.origin, &cancel).await;
             if let Ok(mut active) = runner.active.lock() {
                 active.remove(&run_id);
             }
@@ -427,7 +430,7 @@ impl<'a> Turn<'a> {
         });
     }
 
-    async fn run(&self, input: &str, origin: &str, cancel: &CancellationToken) {
+    async fn run(&self, input: TurnInput<'_>, origin: &str, cancel: &CancellationToken) {
         let began = Instant::now();
         let agent = &self.runner.agent;
         let session = match self.runner.session(&self.session_key).await {
@@ -440,7 +443,7 @@ impl<'a> Turn<'a> {
         let mut session = session.lock().await;
         tracing::debug!(run = %self.run_id, session = %self.session_key, correlation_id = %self.correlation_id, origin, "turn started");
         self.publish(TurnEventKind::Started {
-            input: input.to_owned(),
+            input: input.text.to_owned(),
             origin: origin.to_owned(),
             model: agent.settings().model.clone(),
         });
@@ -550,7 +553,7 @@ mod tests {
             sink: &'a dyn StreamSink,
         ) -> Result<Completion, ProviderError> {
             let last = match request.messages.last() {
-                Some(squidbot_types::ChatMessage::User { content }) => content.clone(),
+                Some(squidbot_types::ChatMessage::User { content, .. }) => content.clone(),
                 _ => String::new(),
             };
             sink.text_delta("echo: ");
@@ -610,6 +613,7 @@ mod tests {
         let request = RunRequest {
             session_key: "s".into(),
             input: "hi".into(),
+            images: Vec::new(),
             origin: "test".into(),
             run_id: Some("r1".into()),
             correlation_id: None,
@@ -653,6 +657,7 @@ mod tests {
         let request = |id: &str, input: &str| RunRequest {
             session_key: "s".into(),
             input: input.into(),
+            images: Vec::new(),
             origin: "test".into(),
             run_id: Some(id.into()),
             correlation_id: None,
@@ -665,6 +670,9 @@ mod tests {
         }
         assert_eq!(runner.start(request("r1", "again")).unwrap_err(), RunError::AlreadyRunning("r1".into()));
         assert!(matches!(runner.start(request("r2", "  ")), Err(RunError::Invalid(_))));
+        // A photo without a caption is a message.
+        let photo = RunRequest { images: vec![ImageRef::new("/tmp/photo.png")], ..request("r4", "") };
+        assert!(runner.start(photo).is_ok());
         assert!(runner.abort("other", None).is_empty());
         assert_eq!(runner.abort("s", Some("r1")), ["r1"]);
         let events = collect(&mut hanging).await;
@@ -679,6 +687,7 @@ mod tests {
         let request = RunRequest {
             session_key: "s".into(),
             input: "one".into(),
+            images: Vec::new(),
             origin: "test".into(),
             run_id: None,
             correlation_id: None,
@@ -696,6 +705,7 @@ mod tests {
         let request = |key: &str, origin: &str| RunRequest {
             session_key: key.into(),
             input: "hi".into(),
+            images: Vec::new(),
             origin: origin.into(),
             run_id: None,
             correlation_id: None,

@@ -173,12 +173,12 @@ impl Session {
         let (start, summary) = compacted_start(&path);
         let mut raw: Vec<ChatMessage> = Vec::new();
         if let Some(summary) = summary.filter(|summary| !summary.trim().is_empty()) {
-            raw.push(ChatMessage::User { content: format!("{SUMMARY_HEADING}\n{summary}") });
+            raw.push(ChatMessage::user(format!("{SUMMARY_HEADING}\n{summary}")));
         }
         for entry in &path[start..] {
             match &entry.body {
-                EntryBody::Message { role: MessageRole::User, content, .. } => {
-                    raw.push(ChatMessage::User { content: content.clone() });
+                EntryBody::Message { role: MessageRole::User, content, images, .. } => {
+                    raw.push(ChatMessage::User { content: content.clone(), images: images.clone() });
                 }
                 EntryBody::Message { role: MessageRole::Assistant, content, interrupted, .. } => {
                     if content.is_empty() && *interrupted {
@@ -199,7 +199,7 @@ impl Session {
                     content: content.clone(),
                     is_error: *is_error,
                 }),
-                EntryBody::Delegate { .. } => raw.push(ChatMessage::User { content: delegate_note(&entry.body) }),
+                EntryBody::Delegate { .. } => raw.push(ChatMessage::user(delegate_note(&entry.body))),
                 EntryBody::ModelChange { .. } | EntryBody::Compaction { .. } => {}
             }
         }
@@ -304,7 +304,14 @@ mod tests {
     }
 
     fn message(role: MessageRole, content: &str) -> EntryBody {
-        EntryBody::Message { role, content: content.into(), model: None, usage: None, interrupted: false }
+        EntryBody::Message {
+            role,
+            content: content.into(),
+            images: Vec::new(),
+            model: None,
+            usage: None,
+            interrupted: false,
+        }
     }
 
     #[test]
@@ -420,7 +427,7 @@ mod tests {
         );
         let history = session.history();
         assert_eq!(history.len(), 3);
-        let ChatMessage::User { content } = &history[2] else { panic!("{history:?}") };
+        let ChatMessage::User { content, .. } = &history[2] else { panic!("{history:?}") };
         assert!(content.starts_with("[Background result: researcher worker ab12cd34 done"), "{content}");
         assert!(content.contains("worker:researcher:ab12cd34") && content.ends_with("It shipped on 3 May."));
     }
@@ -433,6 +440,7 @@ mod tests {
             EntryBody::Message {
                 role: MessageRole::Assistant,
                 content: String::new(),
+                images: Vec::new(),
                 model: None,
                 usage: None,
                 interrupted: true,

@@ -9,6 +9,7 @@ use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, Provid
 use squidbot_types::ChatMessage;
 
 use crate::http::{self, Endpoint, KeyHeader, StreamEnd, Transport};
+use crate::images::Images;
 use response::StreamState;
 
 /// API version every request pins.
@@ -38,7 +39,8 @@ impl AnthropicProvider {
     }
 
     async fn run(&self, request: &CompletionRequest, sink: &dyn StreamSink) -> Result<Completion, ProviderError> {
-        let body = request_body(request);
+        let images = Images::load(&request.messages, self.transport.vision()).await;
+        let body = request_body(request, &images);
         let response = self.transport.post("messages", &body).await?;
         if !(request.stream && http::is_event_stream(&response)) {
             return self
@@ -76,7 +78,7 @@ impl LlmProvider for AnthropicProvider {
 }
 
 /// The JSON body of one messages request.
-fn request_body(request: &CompletionRequest) -> Value {
+fn request_body(request: &CompletionRequest, images: &Images) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("max_tokens".into(), json!(request.max_tokens));
@@ -87,7 +89,7 @@ fn request_body(request: &CompletionRequest) -> Value {
             json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]),
         );
     }
-    body.insert("messages".into(), Value::Array(messages_json(&request.messages)));
+    body.insert("messages".into(), Value::Array(messages_json(&request.messages, images)));
     if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
@@ -127,10 +129,10 @@ struct Turn {
 
 /// Maps messages to content blocks, merging consecutive same-role messages (tool results
 /// travel as user blocks) and dropping empty text, which the API refuses.
-fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
+fn messages_json(messages: &[ChatMessage], images: &Images) -> Vec<Value> {
     let mut turns: Vec<Turn> = Vec::new();
     for message in messages {
-        let (role, blocks) = message_blocks(message);
+        let (role, blocks) = message_blocks(message, images);
         if blocks.is_empty() {
             continue;
         }
@@ -162,9 +164,20 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
         .collect()
 }
 
-fn message_blocks(message: &ChatMessage) -> (&'static str, Vec<Value>) {
+fn message_blocks(message: &ChatMessage, images: &Images) -> (&'static str, Vec<Value>) {
     match message {
-        ChatMessage::User { content } => ("user", text_block(content).into_iter().collect()),
+        ChatMessage::User { content, images: attached } => {
+            // Images first, then the text about them (the order Anthropic recommends).
+            let (text, sent) = images.parts(content, attached);
+            let mut blocks: Vec<Value> = sent
+                .into_iter()
+                .map(|(media_type, data)| {
+                    json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+                })
+                .collect();
+            blocks.extend(text_block(&text));
+            ("user", blocks)
+        }
         ChatMessage::Assistant { content, tool_calls } => {
             let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
             blocks.extend(tool_calls.iter().map(|call| {
@@ -237,7 +250,7 @@ mod tests {
             ChatMessage::assistant(""),
             ChatMessage::assistant("done  "),
         ];
-        let turns = messages_json(&messages);
+        let turns = messages_json(&messages, &Images::default());
         let roles: Vec<_> = turns.iter().map(|turn| turn["role"].as_str().unwrap()).collect();
         assert_eq!(roles, vec!["user", "assistant", "user", "assistant"]);
         assert_eq!(turns[0]["content"].as_array().unwrap().len(), 2);
@@ -254,7 +267,8 @@ mod tests {
 
     #[test]
     fn a_conversation_never_opens_with_the_assistant() {
-        let turns = messages_json(&[ChatMessage::assistant("earlier answer"), ChatMessage::user("next")]);
+        let turns =
+            messages_json(&[ChatMessage::assistant("earlier answer"), ChatMessage::user("next")], &Images::default());
         assert_eq!(turns[0]["role"], "user");
         assert_eq!(turns[0]["content"][0]["text"], CONTINUATION_MARKER);
         assert_eq!(turns[1]["role"], "assistant");
@@ -267,7 +281,7 @@ mod tests {
             ChatMessage::user("hurry"),
             tool_result("a", "ok"),
         ];
-        let turns = messages_json(&messages);
+        let turns = messages_json(&messages, &Images::default());
         assert_eq!(turns[2]["content"][0]["type"], "tool_result");
         assert_eq!(turns[2]["content"][1]["type"], "text");
     }
@@ -285,7 +299,7 @@ mod tests {
             temperature: None,
             stream: true,
         };
-        let body = request_body(&request);
+        let body = request_body(&request, &Images::default());
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(body["system"][0]["text"], "you are squidbot");
         assert!(body["tools"][0].get("cache_control").is_none());
@@ -295,8 +309,10 @@ mod tests {
         assert_eq!(body["max_tokens"], 50);
         assert!(body.get("temperature").is_none());
 
-        let bare =
-            request_body(&CompletionRequest { system: String::new(), tools: Vec::new(), stream: false, ..request });
+        let bare = request_body(
+            &CompletionRequest { system: String::new(), tools: Vec::new(), stream: false, ..request },
+            &Images::default(),
+        );
         for absent in ["system", "tools", "stream"] {
             assert!(bare.get(absent).is_none(), "{absent} should be omitted");
         }

@@ -37,6 +37,9 @@ pub struct Endpoint {
     pub headers: BTreeMap<String, String>,
     /// Wait for the response head, and the longest silence allowed inside a stream.
     pub timeout: Duration,
+    /// Whether the models behind it take images; when false, images are left out of
+    /// requests (the message text still names the saved files).
+    pub vision: bool,
 }
 
 impl Endpoint {
@@ -48,7 +51,14 @@ impl Endpoint {
             api_key: None,
             headers: BTreeMap::new(),
             timeout: DEFAULT_TIMEOUT,
+            vision: false,
         }
+    }
+
+    /// Sets whether images are sent.
+    pub fn with_vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
+        self
     }
 
     /// Sets the API key.
@@ -111,6 +121,7 @@ pub(crate) struct Transport {
     api_base: String,
     headers: HeaderMap,
     timeout: Duration,
+    vision: bool,
 }
 
 impl Transport {
@@ -155,12 +166,18 @@ impl Transport {
             provider,
             headers,
             timeout: endpoint.timeout,
+            vision: endpoint.vision,
         })
     }
 
     /// Provider name for errors.
     pub(crate) fn provider(&self) -> &str {
         &self.provider
+    }
+
+    /// Whether requests carry images.
+    pub(crate) fn vision(&self) -> bool {
+        self.vision
     }
 
     /// POSTs JSON to `{api_base}/{path}`; a non-2xx answer becomes a classified error.

@@ -6,6 +6,7 @@ pub mod anthropic;
 pub mod embeddings;
 mod fault;
 pub mod http;
+pub mod images;
 pub mod openai;
 pub mod presets;
 pub mod router;

@@ -9,6 +9,7 @@ use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, Provid
 use squidbot_types::ChatMessage;
 
 use crate::http::{self, Endpoint, Flow, KeyHeader, StreamEnd, Transport};
+use crate::images::{Images, Shown};
 use response::StreamState;
 
 /// Talks to `POST {api_base}/chat/completions`.
@@ -29,7 +30,8 @@ impl OpenAiProvider {
     }
 
     async fn run(&self, request: &CompletionRequest, sink: &dyn StreamSink) -> Result<Completion, ProviderError> {
-        let body = request_body(request);
+        let images = Images::load(&request.messages, self.transport.vision()).await;
+        let body = request_body(request, &images);
         let response = self.transport.post("chat/completions", &body).await?;
         if !(request.stream && http::is_event_stream(&response)) {
             return self
@@ -73,12 +75,12 @@ impl LlmProvider for OpenAiProvider {
 }
 
 /// The JSON body of one chat-completions request.
-fn request_body(request: &CompletionRequest) -> Value {
+fn request_body(request: &CompletionRequest, images: &Images) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    messages.extend(request.messages.iter().map(message_json));
+    messages.extend(request.messages.iter().map(|message| message_json(message, images)));
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), Value::Array(messages));
@@ -110,9 +112,23 @@ fn request_body(request: &CompletionRequest) -> Value {
     Value::Object(body)
 }
 
-fn message_json(message: &ChatMessage) -> Value {
+fn message_json(message: &ChatMessage, images: &Images) -> Value {
     match message {
-        ChatMessage::User { content } => json!({"role": "user", "content": content}),
+        ChatMessage::User { content, images: attached } if !attached.is_empty() => {
+            let (text, sent) = images.parts(content, attached);
+            if sent.is_empty() {
+                return json!({"role": "user", "content": text});
+            }
+            let mut parts = Vec::with_capacity(sent.len() + 1);
+            if !text.trim().is_empty() {
+                parts.push(json!({"type": "text", "text": text}));
+            }
+            parts.extend(sent.into_iter().map(|(media_type, data)| {
+                json!({"type": "image_url", "image_url": {"url": Shown::data_url(media_type, data)}})
+            }));
+            json!({"role": "user", "content": parts})
+        }
+        ChatMessage::User { content, .. } => json!({"role": "user", "content": content}),
         ChatMessage::Assistant { content, tool_calls } => {
             if tool_calls.is_empty() {
                 return json!({"role": "assistant", "content": content});
@@ -178,7 +194,7 @@ mod tests {
 
     #[test]
     fn request_body_maps_messages_tools_and_stream_options() {
-        let body = request_body(&request(true));
+        let body = request_body(&request(true), &Images::default());
         assert_eq!(body["model"], "gpt-test");
         assert_eq!(body["max_tokens"], 100);
         assert_eq!(body["temperature"], 0.5);
@@ -198,7 +214,7 @@ mod tests {
         plain.tools.clear();
         plain.system.clear();
         plain.temperature = None;
-        let body = request_body(&plain);
+        let body = request_body(&plain, &Images::default());
         for absent in ["stream", "stream_options", "tools", "temperature"] {
             assert!(body.get(absent).is_none(), "{absent} should be omitted");
         }

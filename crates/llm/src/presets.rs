@@ -15,19 +15,26 @@ pub struct Preset {
     pub api_key_env: &'static str,
     /// False for local servers that accept requests without a key.
     pub key_required: bool,
+    /// Whether its current models take images (`[providers.<name>] vision` overrides).
+    pub vision: bool,
 }
 
 const fn hosted(name: &'static str, kind: ProviderKind, api_base: &'static str, api_key_env: &'static str) -> Preset {
-    Preset { name, kind, api_base, api_key_env, key_required: true }
+    Preset { name, kind, api_base, api_key_env, key_required: true, vision: false }
+}
+
+/// A hosted provider whose models take images.
+const fn seeing(preset: Preset) -> Preset {
+    Preset { vision: true, ..preset }
 }
 
 const fn local(name: &'static str, api_base: &'static str, api_key_env: &'static str) -> Preset {
-    Preset { name, kind: ProviderKind::Openai, api_base, api_key_env, key_required: false }
+    Preset { name, kind: ProviderKind::Openai, api_base, api_key_env, key_required: false, vision: false }
 }
 
 const PRESETS: &[Preset] = &[
-    hosted("openai", ProviderKind::Openai, "https://api.openai.com/v1", "OPENAI_API_KEY"),
-    hosted("anthropic", ProviderKind::Anthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
+    seeing(hosted("openai", ProviderKind::Openai, "https://api.openai.com/v1", "OPENAI_API_KEY")),
+    seeing(hosted("anthropic", ProviderKind::Anthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY")),
     hosted("openrouter", ProviderKind::Openai, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
     hosted("groq", ProviderKind::Openai, "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
     hosted("deepseek", ProviderKind::Openai, "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),

@@ -304,7 +304,7 @@ mod tests {
         let described: Vec<_> = router
             .describe()
             .into_iter()
-            .map(|info| (info.name, info.kind, info.api_base, info.key.to_string()))
+            .map(|info| (info.name, info.kind, info.api_base, info.key.to_string(), info.vision))
             .collect();
         assert_eq!(
             described,
@@ -313,12 +313,30 @@ mod tests {
                     "groq".into(),
                     ProviderKind::Openai,
                     "https://api.groq.com/openai/v1".into(),
-                    "env GROQ_API_KEY".into()
+                    "env GROQ_API_KEY".into(),
+                    false
                 ),
-                ("ollama".into(), ProviderKind::Openai, "http://127.0.0.1:11434/v1".into(), "not required".into()),
-                ("openai".into(), ProviderKind::Openai, "http://127.0.0.1:9/v1".into(), "inline".into()),
+                (
+                    "ollama".into(),
+                    ProviderKind::Openai,
+                    "http://127.0.0.1:11434/v1".into(),
+                    "not required".into(),
+                    false
+                ),
+                ("openai".into(), ProviderKind::Openai, "http://127.0.0.1:9/v1".into(), "inline".into(), true),
             ]
         );
+        // `vision` in a section overrides the preset either way.
+        let mut overridden = self::config("ollama/llava");
+        overridden
+            .providers
+            .insert("ollama".into(), ProviderConfig { vision: Some(true), ..ProviderConfig::default() });
+        overridden
+            .providers
+            .insert("openai".into(), ProviderConfig { vision: Some(false), ..ProviderConfig::default() });
+        let seeing = Router::from_config(&overridden, &no_env).unwrap();
+        let vision: Vec<_> = seeing.describe().into_iter().map(|info| (info.name, info.vision)).collect();
+        assert_eq!(vision, vec![("ollama".to_owned(), true), ("openai".to_owned(), false)]);
         assert!(router.validate_keys().is_empty());
         assert_eq!(router.context_window("openai/gpt-4o"), Some(32_000));
         assert_eq!(router.context_window("groq/x"), None);

@@ -5,6 +5,7 @@
 
 mod anthropic_wire;
 mod embeddings;
+mod images;
 mod openai_wire;
 mod routing;
 

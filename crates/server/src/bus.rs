@@ -53,6 +53,7 @@ impl Route for AssistantRoute {
         let request = RunRequest {
             session_key,
             input: delivery.text.clone(),
+            images: Vec::new(),
             origin: "bus".to_owned(),
             run_id: None,
             correlation_id: Some(delivery.message.correlation_id.clone()),

@@ -142,6 +142,7 @@ async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
     let run = RunRequest {
         session_key: request.session_key.clone(),
         input: request.input.clone(),
+        images: Vec::new(),
         origin: "openai".into(),
         run_id: Some(format!("chatcmpl-{}", squidbot_core::ids::entry_id())),
         correlation_id: None,

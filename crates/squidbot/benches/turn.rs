@@ -98,6 +98,7 @@ async fn prefilled(agent: &Agent, key: &str, store: &dyn DynSessionStore) -> Ses
         let body = EntryBody::Message {
             role,
             content: format!("message {index}: a typical sentence or two of conversation text."),
+            images: Vec::new(),
             model: None,
             usage: None,
             interrupted: false,

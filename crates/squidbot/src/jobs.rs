@@ -140,7 +140,7 @@ impl JobRunner {
         let lines: Vec<String> = history
             .iter()
             .filter_map(|message| match message {
-                ChatMessage::User { content } => Some(("user", content)),
+                ChatMessage::User { content, .. } => Some(("user", content)),
                 ChatMessage::Assistant { content, .. } if !content.is_empty() => Some(("assistant", content)),
                 _ => None,
             })
@@ -156,6 +156,7 @@ impl JobRunner {
         let request = RunRequest {
             session_key: format!("job:{}:{}", job.id, unix_ms()),
             input,
+            images: Vec::new(),
             origin: "job".to_owned(),
             run_id: None,
             correlation_id: None,

@@ -207,7 +207,14 @@ async fn session_load(directory: &std::path::Path) -> Outcome<()> {
                 id: format!("e{index}"),
                 parent: (index > 0).then(|| format!("e{}", index - 1)),
                 timestamp: format!("2026-01-01T{:02}:{:02}:{:02}Z", index / 3600 % 24, index / 60 % 60, index % 60),
-                body: EntryBody::Message { role, content, model: None, usage: None, interrupted: false },
+                body: EntryBody::Message {
+                    role,
+                    content,
+                    images: Vec::new(),
+                    model: None,
+                    usage: None,
+                    interrupted: false,
+                },
             }
         })
         .collect();

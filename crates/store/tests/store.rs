@@ -47,7 +47,14 @@ fn message(id: &str, parent: Option<&str>, role: MessageRole, content: &str, tim
         id: id.to_owned(),
         parent: parent.map(str::to_owned),
         timestamp: timestamp.to_owned(),
-        body: EntryBody::Message { role, content: content.to_owned(), model: None, usage: None, interrupted: false },
+        body: EntryBody::Message {
+            role,
+            content: content.to_owned(),
+            images: Vec::new(),
+            model: None,
+            usage: None,
+            interrupted: false,
+        },
     }
 }
 

@@ -53,6 +53,37 @@ fn is_valid_tool_name(name: &str) -> bool {
         && name.chars().all(|character| character.is_ascii_alphanumeric() || character == '_' || character == '-')
 }
 
+/// Media types both providers take as images.
+const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Checks base64 image data of `media_type`: a type the providers take, data that decodes
+/// and whose first bytes are of that type.
+fn check_image_data(place: &str, media_type: Option<&str>, data: Option<&str>, problems: &mut Problems) {
+    use base64::Engine as _;
+    let Some(media_type) = media_type.filter(|media_type| IMAGE_MEDIA_TYPES.contains(media_type)) else {
+        problems.push(format!("{place} has media type {media_type:?}; expected one of {IMAGE_MEDIA_TYPES:?}"));
+        return;
+    };
+    let Some(data) = data.filter(|data| !data.is_empty()) else {
+        problems.push(format!("{place} has no image data"));
+        return;
+    };
+    match base64::engine::general_purpose::STANDARD.decode(data) {
+        Ok(bytes) => {
+            let matches = match media_type {
+                "image/png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+                "image/jpeg" => bytes.starts_with(&[0xFF, 0xD8, 0xFF]),
+                "image/gif" => bytes.starts_with(b"GIF8"),
+                _ => bytes.len() >= 12 && &bytes[8..12] == b"WEBP",
+            };
+            if !matches {
+                problems.push(format!("{place} data is not a {media_type} image"));
+            }
+        }
+        Err(error) => problems.push(format!("{place} data is not valid base64: {error}")),
+    }
+}
+
 /// Checks `model` is a non-empty string.
 fn check_model(object: &Map<String, Value>, problems: &mut Problems) {
     match object.get("model").and_then(Value::as_str) {

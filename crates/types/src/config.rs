@@ -300,6 +300,9 @@ pub struct ProviderConfig {
     pub headers: BTreeMap<String, String>,
     /// Context window in tokens for this provider's models.
     pub context_window: Option<u32>,
+    /// Whether its models take images (photos people send through channels); defaults
+    /// to the preset's (`openai` and `anthropic`: yes), else no.
+    pub vision: Option<bool>,
 }
 
 /// `[agents.<role>]`: settings of one agent role. The built-in roles (`assistant`,

@@ -10,6 +10,6 @@ pub mod secret;
 pub mod session;
 pub mod tool;
 
-pub use message::{ChatMessage, ToolCall, Usage};
+pub use message::{ChatMessage, ImageRef, ToolCall, Usage};
 pub use secret::Secret;
 pub use tool::ToolSpec;

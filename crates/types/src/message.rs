@@ -13,6 +13,25 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// An image the person sent with a message: a file on disk (saved by the channel that
+/// received it), read and encoded only when a request to a vision-capable model is built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRef {
+    /// Absolute path of the image file.
+    pub path: String,
+}
+
+impl ImageRef {
+    /// Characters an image counts as in token estimates: about what providers charge
+    /// for a mid-sized image (1,600 tokens at four characters a token).
+    pub const ESTIMATED_CHARS: usize = 6_400;
+
+    /// An image at `path`.
+    pub fn new(path: impl Into<String>) -> Self {
+        Self { path: path.into() }
+    }
+}
+
 /// A message in provider-neutral form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -21,6 +40,9 @@ pub enum ChatMessage {
     User {
         /// What they wrote.
         content: String,
+        /// Images sent with it, shown to vision-capable models.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
     },
     /// A reply from the model, possibly asking for tools.
     Assistant {
@@ -47,7 +69,12 @@ pub enum ChatMessage {
 impl ChatMessage {
     /// Builds a user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Self::User { content: content.into() }
+        Self::User { content: content.into(), images: Vec::new() }
+    }
+
+    /// Builds a user message with images.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<ImageRef>) -> Self {
+        Self::User { content: content.into(), images }
     }
 
     /// Builds an assistant message without tool calls.
@@ -58,7 +85,7 @@ impl ChatMessage {
     /// Rough size in characters, used for token estimates.
     pub fn char_len(&self) -> usize {
         match self {
-            Self::User { content } => content.len(),
+            Self::User { content, images } => content.len() + images.len() * ImageRef::ESTIMATED_CHARS,
             Self::Assistant { content, tool_calls } => {
                 content.len()
                     + tool_calls

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::Usage;
+use crate::message::{ImageRef, Usage};
 
 /// Version written into new session headers.
 pub const SESSION_FORMAT_VERSION: u32 = 1;
@@ -71,6 +71,9 @@ pub enum EntryBody {
         role: MessageRole,
         /// The text.
         content: String,
+        /// Images sent with a user message.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
         /// `provider/model` that produced an assistant message.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,

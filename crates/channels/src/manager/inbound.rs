@@ -3,6 +3,7 @@
 
 use squidbot_core::events::TurnEventKind;
 use squidbot_core::runs::RunRequest;
+use squidbot_core::types::ImageRef;
 use tokio_util::sync::CancellationToken;
 
 use super::health::Count;
@@ -81,7 +82,7 @@ impl ChannelManager {
             self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
             return;
         }
-        let input = self.input_of(&message, &route.session_key);
+        let (input, images) = self.input_of(&message, &route.session_key);
         if input.trim().is_empty() {
             tracing::debug!(channel = %message.channel, id = %message.platform_message_id, "empty message ignored");
             return;
@@ -95,6 +96,7 @@ impl ChannelManager {
         let request = RunRequest {
             session_key: route.session_key.clone(),
             input,
+            images,
             origin: message.channel.clone(),
             run_id: None,
             correlation_id: None,
@@ -149,8 +151,9 @@ impl ChannelManager {
     }
 
     /// The text handed to the model: the message (cut at the limit, with a note) and a
-    /// line per attachment saying where it was saved.
-    fn input_of(&self, message: &InboundMessage, session_key: &str) -> String {
+    /// line per attachment saying where it was saved; and the saved images, which a
+    /// vision-capable model is shown.
+    fn input_of(&self, message: &InboundMessage, session_key: &str) -> (String, Vec<ImageRef>) {
         let limit = self.settings.max_input_chars;
         let mut input = if message.text.chars().count() > limit {
             tracing::warn!(channel = %message.channel, id = %message.platform_message_id, limit, "inbound text cut at the limit");
@@ -159,6 +162,7 @@ impl ChannelManager {
         } else {
             message.text.clone()
         };
+        let mut images = Vec::new();
         for attachment in &message.attachments {
             let size = match &attachment.data {
                 crate::port::AttachmentData::Bytes(bytes) => format!(", {} bytes", bytes.len()),
@@ -168,19 +172,24 @@ impl ChannelManager {
                 input.push('\n');
             }
             match self.attachments.save(session_key, attachment) {
-                Ok(path) => input.push_str(&format!(
-                    "[attachment {} ({}{size}) saved at {}]",
-                    attachment.name,
-                    attachment.mime,
-                    path.display()
-                )),
+                Ok(path) => {
+                    input.push_str(&format!(
+                        "[attachment {} ({}{size}) saved at {}]",
+                        attachment.name,
+                        attachment.mime,
+                        path.display()
+                    ));
+                    if attachment.mime.starts_with("image/") {
+                        images.push(ImageRef::new(path.to_string_lossy()));
+                    }
+                }
                 Err(error) => {
                     tracing::warn!(channel = %message.channel, name = %attachment.name, %error, "can't save an attachment");
                     input.push_str(&format!("[attachment {} could not be saved: {error}]", attachment.name));
                 }
             }
         }
-        input
+        (input, images)
     }
 
     async fn run_command(&self, command: Command, session_key: &str) -> String {

@@ -30,8 +30,9 @@ use crate::port::{
 };
 use crate::random::SeededRandom;
 
-/// Streams "echo: <message>" word by word; "long" answers with a reply over the limit,
-/// "slow" waits a while first, "hang" never answers.
+/// Streams "echo: <message>" word by word (and the paths of images sent with it);
+/// "long" answers with a reply over the limit, "slow" waits a while first, "hang" never
+/// answers.
 struct Echo;
 
 impl LlmProvider for Echo {
@@ -40,13 +41,17 @@ impl LlmProvider for Echo {
         request: &'a CompletionRequest,
         sink: &'a dyn StreamSink,
     ) -> Result<Completion, ProviderError> {
-        let last = match request.messages.last() {
-            Some(ChatMessage::User { content }) => content.clone(),
-            _ => String::new(),
+        let (last, images) = match request.messages.last() {
+            Some(ChatMessage::User { content, images }) => (content.clone(), images.clone()),
+            _ => (String::new(), Vec::new()),
         };
         let reply = match last.as_str() {
             "long" => {
                 (0..30).map(|number| format!("Paragraph {number} says something.")).collect::<Vec<_>>().join("\n\n")
+            }
+            _ if !images.is_empty() => {
+                let paths: Vec<&str> = images.iter().map(|image| image.path.as_str()).collect();
+                format!("echo: {last} (images: {})", paths.join(", "))
             }
             _ => format!("echo: {last}"),
         };
@@ -406,7 +411,7 @@ async fn commands_reset_stop_and_report() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn attachments_are_saved_and_named_in_the_input() {
+async fn attachments_are_saved_and_named_in_the_input_and_images_reach_the_model() {
     let harness = start(capabilities(StreamMode::SendOnce, 1_000), vec![], DirectPolicy::OwnerOnly);
     let mut message = direct_message("1", "owner-id", "look");
     message.attachments.push(Attachment {
@@ -414,11 +419,24 @@ async fn attachments_are_saved_and_named_in_the_input() {
         mime: "image/png".to_owned(),
         data: AttachmentData::Bytes(vec![1, 2, 3]),
     });
+    message.attachments.push(Attachment {
+        name: "notes.txt".to_owned(),
+        mime: "text/plain".to_owned(),
+        data: AttachmentData::Bytes(b"hello".to_vec()),
+    });
     harness.deliver(message).await;
     harness.wait_for("the reply", |recorded| !recorded.sent.is_empty()).await;
-    assert_eq!(harness.saved.0.lock().unwrap().clone(), [("fake:owner-id".to_owned(), "cat.png".to_owned())]);
+    assert_eq!(
+        harness.saved.0.lock().unwrap().clone(),
+        [("fake:owner-id".to_owned(), "cat.png".to_owned()), ("fake:owner-id".to_owned(), "notes.txt".to_owned())]
+    );
     let text = harness.texts().remove(0);
     assert!(text.contains("[attachment cat.png (image/png, 3 bytes) saved at /data/fake:owner-id/cat.png]"), "{text}");
+    assert!(
+        text.contains("[attachment notes.txt (text/plain, 5 bytes) saved at /data/fake:owner-id/notes.txt]"),
+        "{text}"
+    );
+    assert!(text.ends_with("(images: /data/fake:owner-id/cat.png)"), "only the image is an image: {text}");
     harness.stop().await;
 }
 

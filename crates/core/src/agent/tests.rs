@@ -84,6 +84,35 @@ async fn text_reply_is_recorded_with_model_and_usage() {
 }
 
 #[tokio::test]
+async fn images_are_recorded_with_the_message_and_stay_in_later_history() {
+    let provider = FakeProvider::new(vec![text("a cat"), text("grey")]);
+    let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("telegram:1").await.unwrap();
+    let images = [ImageRef::new("/data/telegram:1.files/cat.jpg")];
+    let input = TurnInput { text: "what is this?", images: &images };
+    agent.run_turn_correlated(&mut session, input, &SilentEvents, &CancellationToken::new(), "corr").await.unwrap();
+    // Reopened from the store, the next turn's request still carries the image.
+    let (mut reopened, _) = agent.open_session("telegram:1").await.unwrap();
+    agent.run_turn(&mut reopened, "what colour?", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let requests = provider.requests();
+    assert_eq!(requests[0].messages, vec![ChatMessage::user_with_images("what is this?", images.to_vec())]);
+    assert_eq!(requests[1].messages[0], ChatMessage::user_with_images("what is this?", images.to_vec()));
+    assert_eq!(requests[1].messages[2], ChatMessage::user("what colour?"));
+    let stored = store.load_boxed("telegram:1").await.unwrap().unwrap();
+    let recorded: Vec<&Vec<ImageRef>> = stored
+        .entries
+        .iter()
+        .filter_map(|entry| match &entry.body {
+            EntryBody::Message { images, .. } => Some(images),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, [&images.to_vec(), &Vec::new(), &Vec::new(), &Vec::new()]);
+    // An image counts toward the size estimate.
+    assert!(estimate_message_tokens(&requests[0].messages) > 1_000);
+}
+
+#[tokio::test]
 async fn independent_read_only_calls_run_concurrently_and_results_go_back() {
     let provider =
         FakeProvider::new(vec![calls(&[("a", "rendezvous", "{}"), ("b", "rendezvous", "{}")]), text("done")]);
@@ -224,7 +253,7 @@ async fn background_compaction_summarises_older_turns_and_is_applied_next_turn()
     agent.run_turn(&mut session, "q5", &SilentEvents, &CancellationToken::new()).await.unwrap();
     let last = provider.requests().last().unwrap().messages.clone();
     assert!(
-        matches!(&last[0], ChatMessage::User { content } if content.contains("They discussed q1 to q3.")),
+        matches!(&last[0], ChatMessage::User { content, .. } if content.contains("They discussed q1 to q3.")),
         "{last:?}"
     );
     assert!(!last.iter().any(|message| *message == ChatMessage::user("q1")), "{last:?}");
@@ -249,7 +278,7 @@ async fn emergency_truncation_needs_no_model_call() {
     assert_eq!(provider.requests().len(), 3, "no summary call");
     agent.run_turn(&mut session, "q4", &SilentEvents, &CancellationToken::new()).await.unwrap();
     let last = provider.requests().last().unwrap().messages.clone();
-    assert!(matches!(&last[0], ChatMessage::User { content } if content.contains("were dropped")), "{last:?}");
+    assert!(matches!(&last[0], ChatMessage::User { content, .. } if content.contains("were dropped")), "{last:?}");
 }
 
 /// Returns fixed text, e.g. a file that happens to hold secrets.

@@ -160,7 +160,8 @@ async fn work(
     let mut nudges = 0;
     loop {
         let turn = inbox.begin_turn(&cancel);
-        let outcome = agent.run_turn_correlated(&mut session, &input, &events, &turn, &correlation_id).await;
+        let outcome =
+            agent.run_turn_correlated(&mut session, input.as_str().into(), &events, &turn, &correlation_id).await;
         let interrupted = inbox.end_turn();
         let outcome = match outcome {
             Ok(outcome) => outcome,

@@ -138,7 +138,7 @@ impl Fixture {
     async fn turn(&self, input: &str) -> crate::agent::TurnOutcome {
         let (mut session, _) = self.assistant.open_session("cli:local").await.unwrap();
         self.assistant
-            .run_turn_correlated(&mut session, input, &SilentEvents, &CancellationToken::new(), "corr-1")
+            .run_turn_correlated(&mut session, input.into(), &SilentEvents, &CancellationToken::new(), "corr-1")
             .await
             .unwrap()
     }
@@ -198,7 +198,7 @@ async fn normal_delegation_returns_the_workers_result_and_keeps_its_traces_out()
 
     // The worker got a self-contained brief and a sub-agent prompt.
     let brief = &fixture.worker_llm.requests()[0];
-    let ChatMessage::User { content } = &brief.messages[0] else { panic!("{brief:?}") };
+    let ChatMessage::User { content, .. } = &brief.messages[0] else { panic!("{brief:?}") };
     assert!(content.contains("count the widgets") && content.contains("they are in the shed"), "{content}");
     assert!(content.contains("## Respond with\na number"), "{content}");
     assert!(brief.system.contains("researcher sub-agent") && !brief.system.contains("assistant soul"));
@@ -258,7 +258,7 @@ async fn a_worker_that_will_not_report_is_nudged_twice_then_failed() {
     let requests = fixture.worker_llm.requests();
     assert_eq!(requests.len(), 3);
     for request in &requests[1..] {
-        let Some(ChatMessage::User { content }) = request.messages.last() else { panic!("{request:?}") };
+        let Some(ChatMessage::User { content, .. }) = request.messages.last() else { panic!("{request:?}") };
         assert!(content.contains("without reporting an outcome"), "{content}");
     }
     let results = tool_results(fixture.assistant_llm.requests().last().unwrap());
@@ -391,6 +391,7 @@ async fn background_work_returns_at_once_and_its_result_arrives_later_as_its_own
     let request = |input: &str| RunRequest {
         session_key: "cli:local".into(),
         input: input.into(),
+        images: Vec::new(),
         origin: "test".into(),
         run_id: None,
         correlation_id: None,

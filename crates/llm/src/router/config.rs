@@ -74,6 +74,8 @@ pub struct ProviderInfo {
     pub api_base: String,
     /// Where the key comes from.
     pub key: KeySource,
+    /// Whether images are sent to its models.
+    pub vision: bool,
 }
 
 /// The adapter speaking a route's wire protocol.
@@ -311,12 +313,14 @@ pub(crate) fn build_route(
         (None, KeySource::NotRequired)
     };
 
+    let vision = section.vision.unwrap_or_else(|| preset.is_some_and(|preset| preset.vision));
     let endpoint = Endpoint {
         provider: name.to_owned(),
         api_base: api_base.clone(),
         api_key,
         headers: section.headers.clone(),
         timeout,
+        vision,
     };
     let adapter = match kind {
         ProviderKind::Openai => OpenAiProvider::with_client(client.clone(), endpoint.clone()).map(Adapter::OpenAi),
@@ -325,7 +329,7 @@ pub(crate) fn build_route(
         }
     };
     Ok(Route {
-        info: ProviderInfo { name: name.to_owned(), kind, api_base, key: key_source },
+        info: ProviderInfo { name: name.to_owned(), kind, api_base, key: key_source, vision },
         key_env,
         context_window: section.context_window,
         in_use: false,

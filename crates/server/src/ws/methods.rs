@@ -183,6 +183,7 @@ fn start_run(
     let request = RunRequest {
         session_key: key.clone(),
         input: message,
+        images: Vec::new(),
         origin: "openclaw".into(),
         run_id: Some(run_id),
         correlation_id: None,

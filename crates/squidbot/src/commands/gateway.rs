@@ -111,7 +111,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         .describe()
         .into_iter()
         .map(|info| {
-            serde_json::json!({"name": info.name, "kind": format!("{:?}", info.kind), "api_base": info.api_base})
+            serde_json::json!({"name": info.name, "kind": format!("{:?}", info.kind), "api_base": info.api_base, "vision": info.vision})
         })
         .collect();
     let mut services = Services {

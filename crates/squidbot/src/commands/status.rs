@@ -52,7 +52,7 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
             "model": model,
             "fallbacks": config.llm.fallbacks,
             "providers": providers.iter().map(|provider| json!({
-                "name": provider.name, "kind": provider.kind.as_str(), "api_base": provider.api_base, "key": provider.key.to_string(),
+                "name": provider.name, "kind": provider.kind.as_str(), "api_base": provider.api_base, "key": provider.key.to_string(), "vision": provider.vision,
             })).collect::<Vec<_>>(),
             "problems": problems,
             "workspace": { "path": workspace, "exists": workspace.is_dir(), "bootstrap_files": bootstrap },
@@ -81,11 +81,12 @@ pub async fn run(environment: &Environment, as_json: bool) -> Result<()> {
     }
     for provider in &providers {
         println!(
-            "provider   {} ({}, {}) key: {}",
+            "provider   {} ({}, {}) key: {}{}",
             provider.name,
             provider.kind.as_str(),
             provider.api_base,
-            provider.key
+            provider.key,
+            if provider.vision { ", sees images" } else { "" }
         );
     }
     for problem in &problems {

@@ -1,18 +1,20 @@
 //! Telegram end to end: the real gateway against the Bot API fake from testkit. The
 //! owner's messages are answered in Telegram HTML (streamed by editing), strangers get
 //! the refusal, groups answer only when mentioned, commands work, redelivered updates
-//! aren't answered twice, photos are saved beside the session, a 429 is waited out, a
-//! scheduled job's reply reaches the chat, and a channel with a revoked token is
-//! reported failed while the others keep working.
+//! aren't answered twice, photos are saved beside the session and shown to a
+//! vision-capable model as an image, a 429 is waited out, a scheduled job's reply reaches
+//! the chat, and a channel with a revoked token is reported failed while the others keep
+//! working.
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use jiff::Timestamp;
 use serde_json::Value;
 use squidbot_testkit::fake_telegram::{ChatKind, FakeTelegram, FakeUser, IncomingMessage};
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::bus::{bus_home, eventually, start_gateway};
+use crate::bus::{bus_home, eventually, start_gateway, start_gateway_with};
 use crate::harness::{Home, messages};
 
 const TOKEN: &str = "4242:telegram-test-token";
@@ -99,19 +101,26 @@ async fn commands_redeliveries_photos_rate_limits_and_job_replies() {
     let server = ScriptedLlm::start().await;
     let telegram = FakeTelegram::start(TOKEN).await;
     let home = telegram_home(&server, &telegram, "").await;
-    let _gateway = start_gateway(&home).await;
+    let _gateway = start_gateway_with(&home, &[("SQUIDBOT__PROVIDERS__LOCAL__VISION", "true")]).await;
 
-    // A photo: saved beside the session, named in the model's input.
+    // A photo: saved beside the session, named in the model's input, and shown to the
+    // model as an image (the provider is marked vision-capable).
     server.push(Reply::text("A cat."));
-    let photo = IncomingMessage::new(OWNER, ChatKind::Private, &owner()).text("what is this?").photo(vec![7; 2048]);
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    jpeg.resize(2048, 7);
+    let photo = IncomingMessage::new(OWNER, ChatKind::Private, &owner()).text("what is this?").photo(jpeg.clone());
     let pushed = telegram.push(photo);
     telegram.wait_for_sent(1, Duration::from_secs(20)).await;
     let files = home.path().join("sessions").join(format!("telegram:{OWNER}.files"));
     let saved: Vec<_> = std::fs::read_dir(&files).unwrap().map(|entry| entry.unwrap().path()).collect();
     assert_eq!(saved.len(), 1);
-    assert_eq!(std::fs::read(&saved[0]).unwrap(), vec![7; 2048]);
-    let input = messages(&server.requests()[0].body).last().unwrap()["content"].as_str().unwrap().to_owned();
-    assert!(input.contains("what is this?") && input.contains("saved at"), "{input}");
+    assert_eq!(std::fs::read(&saved[0]).unwrap(), jpeg);
+    let asked = messages(&server.requests()[0].body).last().unwrap()["content"].clone();
+    let text = asked[0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("what is this?") && text.contains("saved at"), "{asked}");
+    assert_eq!(asked[1]["type"], "image_url", "{asked}");
+    let data_url = format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(&jpeg));
+    assert_eq!(asked[1]["image_url"]["url"], data_url.as_str());
 
     // The same update delivered again: not answered twice.
     telegram.push_duplicate(pushed.update_id);

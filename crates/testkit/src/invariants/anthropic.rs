@@ -4,10 +4,10 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{CheckOptions, Problems, ToolDefinition, check_model};
+use super::{CheckOptions, Problems, ToolDefinition, check_image_data, check_model};
 
 /// Block types a request may carry besides text, tool_use and tool_result.
-const OTHER_BLOCK_TYPES: [&str; 4] = ["image", "document", "thinking", "redacted_thinking"];
+const OTHER_BLOCK_TYPES: [&str; 3] = ["document", "thinking", "redacted_thinking"];
 
 pub(super) fn check(body: &Value, options: &CheckOptions, problems: &mut Problems) {
     let Some(object) = body.as_object() else {
@@ -179,6 +179,24 @@ fn check_block(place: &str, role: Option<&str>, block: &Value, problems: &mut Pr
             }
             if block.get("is_error").is_some_and(|is_error| !is_error.is_boolean()) {
                 problems.push(format!("{place} (tool_result) has a non-boolean is_error"));
+            }
+        }
+        Some("image") => {
+            if role != Some("user") {
+                problems.push(format!("{place} is an image block outside a user message"));
+            }
+            let source = block.get("source");
+            match source.and_then(|source| source.get("type")).and_then(Value::as_str) {
+                Some("base64") => {
+                    let field = |name: &str| source.and_then(|source| source.get(name)).and_then(Value::as_str);
+                    check_image_data(place, field("media_type"), field("data"), problems);
+                }
+                Some("url") => {
+                    if !source.and_then(|source| source.get("url")).is_some_and(Value::is_string) {
+                        problems.push(format!("{place} (image) has a url source without a url"));
+                    }
+                }
+                other => problems.push(format!("{place} (image) has source type {other:?}; expected base64 or url")),
             }
         }
         Some(other) if OTHER_BLOCK_TYPES.contains(&other) => {}

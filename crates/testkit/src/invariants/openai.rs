@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{CheckOptions, Problems, ToolDefinition, check_model};
+use super::{CheckOptions, Problems, ToolDefinition, check_image_data, check_model};
 
 pub(super) fn check(body: &Value, options: &CheckOptions, problems: &mut Problems) {
     let Some(object) = body.as_object() else {
@@ -42,9 +42,13 @@ fn check_messages(messages: &[Value], options: &CheckOptions, problems: &mut Pro
             continue;
         };
         match message.get("role").and_then(Value::as_str) {
-            Some(role @ ("system" | "user")) => {
-                calls.close_turn(&format!("messages[{index}] ({role})"), problems);
+            Some("system") => {
+                calls.close_turn(&format!("messages[{index}] (system)"), problems);
                 require_string_content(index, message, problems);
+            }
+            Some("user") => {
+                calls.close_turn(&format!("messages[{index}] (user)"), problems);
+                check_user_content(index, message, problems);
             }
             Some("assistant") => {
                 calls.close_turn(&format!("messages[{index}] (assistant)"), problems);
@@ -81,6 +85,41 @@ impl CallLedger {
             problems.push(format!(
                 "tool call {id:?} of messages[{index}] is not answered by a tool message before {before}"
             ));
+        }
+    }
+}
+
+/// A user message's content: a string, or a non-empty array of text and image parts.
+fn check_user_content(index: usize, message: &Map<String, Value>, problems: &mut Problems) {
+    let Some(Value::Array(parts)) = message.get("content") else {
+        require_string_content(index, message, problems);
+        return;
+    };
+    if parts.is_empty() {
+        problems.push(format!("messages[{index}] content is an empty array"));
+    }
+    for (position, part) in parts.iter().enumerate() {
+        let place = format!("messages[{index}].content[{position}]");
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if part.get("text").and_then(Value::as_str).is_none_or(|text| text.trim().is_empty()) {
+                    problems.push(format!("{place} is a text part without text"));
+                }
+            }
+            Some("image_url") => match part.get("image_url").and_then(|image| image.get("url")).and_then(Value::as_str)
+            {
+                Some(url) if url.starts_with("data:") => {
+                    let (head, data) = url.split_once(',').unwrap_or((url, ""));
+                    match head.strip_prefix("data:").and_then(|head| head.strip_suffix(";base64")) {
+                        Some(media_type) => check_image_data(&place, Some(media_type), Some(data), problems),
+                        None => problems.push(format!("{place} has a data URL that is not base64")),
+                    }
+                }
+                Some(url) if url.starts_with("https://") || url.starts_with("http://") => {}
+                Some(_) => problems.push(format!("{place} has an image URL that is neither data: nor http(s)")),
+                None => problems.push(format!("{place} (image_url) has no string `image_url.url`")),
+            },
+            other => problems.push(format!("{place} has part type {other:?}; expected text or image_url")),
         }
     }
 }
@@ -233,6 +272,37 @@ mod tests {
     }
 
     #[test]
+    fn user_content_may_be_text_and_image_parts() {
+        // "\x89PNG\r\n\x1a\n" in base64.
+        let png = "data:image/png;base64,iVBORw0KGgo=";
+        let mut body = good();
+        body["messages"][1]["content"] =
+            json!([{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": png}}]);
+        assert_eq!(problems(&body), Vec::<String>::new());
+        let cases = [
+            (json!([]), "empty array"),
+            (json!([{"type": "text", "text": " "}]), "text part without text"),
+            (json!([{"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}]), "not valid base64"),
+            (
+                json!([{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,iVBORw0KGgo="}}]),
+                "not a image/jpeg image",
+            ),
+            (json!([{"type": "image_url", "image_url": {"url": "data:image/tiff;base64,iVBORw0KGgo="}}]), "media type"),
+            (json!([{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}]), "neither data: nor http(s)"),
+            (json!([{"type": "image_url"}]), "no string `image_url.url`"),
+            (json!([{"type": "audio"}]), "part type"),
+        ];
+        for (content, expected) in cases {
+            let mut body = good();
+            body["messages"][1]["content"] = content;
+            assert_one_problem(&body, expected);
+        }
+        let mut body = good();
+        body["messages"][0]["content"] = json!([{"type": "text", "text": "system as parts"}]);
+        assert_one_problem(&body, "messages[0] content is not a string");
+    }
+
+    #[test]
     fn the_body_must_be_an_object_with_model_and_messages() {
         assert_one_problem(&json!([1]), "not a JSON object");
         let mut body = good();
@@ -316,7 +386,7 @@ mod tests {
         body["messages"][1]["role"] = json!("developer");
         assert_one_problem(&body, "has role \"developer\"");
         let mut body = good();
-        body["messages"][1]["content"] = json!([{"type": "text", "text": "hi"}]);
+        body["messages"][1]["content"] = json!(42);
         assert_one_problem(&body, "messages[1] content is not a string");
         let mut body = good();
         body["messages"][5]["content"] = Value::Null;

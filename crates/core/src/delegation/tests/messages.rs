@@ -39,7 +39,7 @@ fn last_user_text(request: &CompletionRequest) -> String {
         .iter()
         .rev()
         .find_map(|message| match message {
-            ChatMessage::User { content } => Some(content.clone()),
+            ChatMessage::User { content, .. } => Some(content.clone()),
             _ => None,
         })
         .unwrap_or_default()
@@ -175,6 +175,7 @@ async fn a_bus_started_turn_carries_its_correlation_id_into_events_and_workers()
     let request = RunRequest {
         session_key: "cli:local".into(),
         input: "(CODER #1): please check".into(),
+        images: Vec::new(),
         origin: "bus".into(),
         run_id: None,
         correlation_id: Some("bus-corr-7".into()),
@@ -198,6 +199,7 @@ async fn a_bus_started_turn_carries_its_correlation_id_into_events_and_workers()
     let request = RunRequest {
         session_key: "cli:local".into(),
         input: "hello".into(),
+        images: Vec::new(),
         origin: "test".into(),
         run_id: None,
         correlation_id: None,

@@ -177,3 +177,28 @@ fn tool_use_blocks_are_well_formed() {
     body["messages"][1]["content"][2]["id"] = json!("toolu_1");
     assert_one_problem(&body, "reuses the tool_use id");
 }
+
+#[test]
+fn image_blocks_carry_base64_of_a_known_type_in_user_turns() {
+    // "\x89PNG\r\n\x1a\n" in base64.
+    let image = |media_type: &str, data: &str| json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
+    let mut body = good();
+    body["messages"][4]["content"] = json!([image("image/png", "iVBORw0KGgo="), {"type": "text", "text": "This?"}]);
+    assert_eq!(problems(&body), Vec::<String>::new());
+    let cases = [
+        (image("image/png", ""), "no image data"),
+        (image("image/png", "not base64!"), "not valid base64"),
+        (image("image/gif", "iVBORw0KGgo="), "not a image/gif image"),
+        (image("image/bmp", "iVBORw0KGgo="), "media type"),
+        (json!({"type": "image", "source": {"type": "file"}}), "source type"),
+        (json!({"type": "image", "source": {"type": "url"}}), "url source without a url"),
+    ];
+    for (block, expected) in cases {
+        let mut body = good();
+        body["messages"][4]["content"] = json!([block]);
+        assert_one_problem(&body, expected);
+    }
+    let mut body = good();
+    body["messages"][3]["content"] = json!([image("image/png", "iVBORw0KGgo=")]);
+    assert_one_problem(&body, "image block outside a user message");
+}
