@@ -20,7 +20,7 @@ use crate::memory::Memories;
 use crate::provider::{Completion, CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
 use crate::session::Session;
 use crate::store::{DynSessionStore, StoreError};
-use crate::tool::{ToolContext, ToolError, ToolRegistry};
+use crate::tool::{SharedFile, ToolContext, ToolError, ToolRegistry};
 use crate::workspace::{ContextWorkspace, ContextWorkspaces, WorkspaceFiles};
 use crate::{ids, text};
 
@@ -63,6 +63,8 @@ pub trait AgentEvents: Send + Sync {
     fn tool_started(&self, _call: &ToolCall) {}
     /// A tool call finished.
     fn tool_finished(&self, _call: &ToolCall, _is_error: bool) {}
+    /// A tool handed the people of the conversation a file.
+    fn file_shared(&self, _file: &SharedFile) {}
     /// Something the user should know that is not part of the reply.
     fn warning(&self, _message: &str) {}
     /// Background housekeeping the user may like to see (compaction).

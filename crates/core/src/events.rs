@@ -119,6 +119,16 @@ pub enum TurnEventKind {
         /// The text.
         message: String,
     },
+    /// A tool handed the people of the conversation a file (chat channels send it with
+    /// the reply).
+    File {
+        /// Where it is.
+        path: String,
+        /// The name it is sent under.
+        name: String,
+        /// Its media type.
+        mime: String,
+    },
     /// The run finished with a reply.
     Finished {
         /// The reply.

@@ -17,6 +17,7 @@ use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, T
 use crate::delegation::{BackgroundResult, BackgroundSink};
 use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
 use crate::session::Session;
+use crate::tool::SharedFile;
 
 /// A session shared between front ends.
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -517,6 +518,14 @@ impl AgentEvents for Turn<'_> {
 
     fn notice(&self, message: &str) {
         self.publish(TurnEventKind::Notice { message: message.to_owned() });
+    }
+
+    fn file_shared(&self, file: &SharedFile) {
+        self.publish(TurnEventKind::File {
+            path: file.path.to_string_lossy().into_owned(),
+            name: file.name.clone(),
+            mime: file.mime.clone(),
+        });
     }
 
     fn model_call(&self, report: &ModelCallReport) {

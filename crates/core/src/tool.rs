@@ -27,6 +27,18 @@ pub struct ToolContext {
     pub correlation_id: String,
 }
 
+/// A file a tool hands to the people of the conversation: chat channels send it with the
+/// reply as an attachment; other front ends show where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// Where the file is.
+    pub path: PathBuf,
+    /// The name it is sent under.
+    pub name: String,
+    /// Its media type, e.g. `application/pdf`.
+    pub mime: String,
+}
+
 /// A successful tool result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
@@ -35,17 +47,25 @@ pub struct ToolOutput {
     /// True when the agent's turn ends with this result instead of another model call
     /// (a sub-agent reporting its final outcome).
     pub ends_turn: bool,
+    /// Files for the people of the conversation.
+    pub files: Vec<SharedFile>,
 }
 
 impl ToolOutput {
     /// Wraps text as a tool output.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), ends_turn: false }
+        Self { content: content.into(), ends_turn: false, files: Vec::new() }
     }
 
     /// A result that ends the turn: `content` becomes the turn's reply.
     pub fn final_text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), ends_turn: true }
+        Self { content: content.into(), ends_turn: true, files: Vec::new() }
+    }
+
+    /// Adds a file for the people of the conversation.
+    pub fn with_file(mut self, file: SharedFile) -> Self {
+        self.files.push(file);
+        self
     }
 }
 

@@ -15,6 +15,7 @@ pub mod safety;
 mod scan;
 mod schema;
 pub mod send;
+pub mod send_file;
 pub mod write_file;
 
 use std::sync::Arc;
@@ -35,17 +36,20 @@ pub use path_guard::PathGuard;
 pub use read_file::ReadFileTool;
 pub use safety::{CommandPolicy, PolicyError, Refusal, Rule};
 pub use send::SendTool;
+pub use send_file::SendFileTool;
 pub use write_file::WriteFileTool;
 
-/// The seven built-in tools (`read_file`, `write_file`, `edit_file`, `list_dir`, `grep`,
-/// `find`, `exec`) configured from `[tools]`, with `exec` running commands through
-/// `sandbox` (there is no default: running unconfined takes an explicit `HostShell`).
+/// The eight built-in tools (`read_file`, `write_file`, `edit_file`, `list_dir`, `grep`,
+/// `find`, `exec`, `send_file`) configured from `[tools]`, with `exec` running commands
+/// through `sandbox` (there is no default: running unconfined takes an explicit
+/// `HostShell`).
 pub fn builtin_tools(config: &ToolsConfig, sandbox: Arc<dyn Sandbox>) -> Vec<Arc<dyn DynTool>> {
     builtin_tools_reading(config, sandbox, Vec::new())
 }
 
 /// Like [`builtin_tools`], with directories outside the workspace that the reading tools
-/// (`read_file`, `list_dir`, `grep`, `find`) may reach, e.g. the skills' directories.
+/// (`read_file`, `list_dir`, `grep`, `find`, `send_file`) may reach, e.g. the skills'
+/// directories.
 pub fn builtin_tools_reading(
     config: &ToolsConfig,
     sandbox: Arc<dyn Sandbox>,
@@ -59,6 +63,7 @@ pub fn builtin_tools_reading(
         Arc::new(ListDirTool::new(guard.clone())),
         Arc::new(GrepTool::new(guard.clone())),
         Arc::new(FindTool::new(guard.clone())),
+        Arc::new(SendFileTool::new(guard.clone())),
         Arc::new(ExecTool::new(guard, &config.exec).with_sandbox(sandbox)),
     ]
 }
@@ -101,7 +106,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn all_seven_specs_fit_the_budget() {
+    fn all_eight_specs_fit_the_budget() {
         let tools = builtin_tools(&ToolsConfig::default(), Arc::new(squidbot_core::sandbox::HostShell));
         let size = tool_specs_size(&tools);
         for tool in &tools {
@@ -114,7 +119,7 @@ mod tests {
             );
         }
         println!("total tool spec size: {size} characters");
-        assert_eq!(tools.len(), 7);
+        assert_eq!(tools.len(), 8);
         assert!(size < 3_000, "tool specs take {size} characters");
     }
 

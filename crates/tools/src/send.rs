@@ -16,7 +16,6 @@ use squidbot_types::ToolSpec;
 use crate::{parse, schema};
 
 /// Message another agent or the user on the agent bus; your `(ROLE #N):` header is added.
-/// Result: delivered.verified, accepted.unverified, or fallback.triggered (queued until the target runs).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SendArguments {
     /// A role (assistant, worker, researcher, coder, memory, heartbeat), user, or a running agent.

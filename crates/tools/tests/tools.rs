@@ -467,7 +467,7 @@ fn exec_environment_is_filtered() {
 async fn tool_list_is_complete_and_lean() {
     let fixture = Fixture::new();
     let names: Vec<String> = fixture.tools.iter().map(|tool| tool.spec().name).collect();
-    assert_eq!(names, ["read_file", "write_file", "edit_file", "list_dir", "grep", "find", "exec"]);
+    assert_eq!(names, ["read_file", "write_file", "edit_file", "list_dir", "grep", "find", "send_file", "exec"]);
     let size = squidbot_tools::tool_specs_size(&fixture.tools);
     println!("total tool spec size: {size} characters");
     assert!(size < 3_000);

@@ -10,7 +10,7 @@ use super::health::Count;
 use super::outbound::StreamedReply;
 use super::{ChannelEntry, ChannelManager};
 use crate::policy::{Decision, pairing_reply};
-use crate::port::{InboundMessage, StreamMode};
+use crate::port::{Attachment, AttachmentData, InboundMessage, StreamMode};
 use crate::session::{OWNER_CONTEXT, route};
 
 /// What the person sees when a turn fails and they are not an owner (owners see why).
@@ -125,6 +125,11 @@ impl ChannelManager {
                     self.stream_update(entry, &mut reply).await;
                 }
                 TurnEventKind::StreamReset => reply.reset(),
+                TurnEventKind::File { path, name, mime } => reply.attach(Attachment {
+                    name: name.clone(),
+                    mime: mime.clone(),
+                    data: AttachmentData::Path(path.into()),
+                }),
                 TurnEventKind::Finished { reply: text, .. } => {
                     typing.cancel();
                     self.finish_reply(entry, &mut reply, text).await;
@@ -165,8 +170,8 @@ impl ChannelManager {
         let mut images = Vec::new();
         for attachment in &message.attachments {
             let size = match &attachment.data {
-                crate::port::AttachmentData::Bytes(bytes) => format!(", {} bytes", bytes.len()),
-                crate::port::AttachmentData::Path(_) => String::new(),
+                AttachmentData::Bytes(bytes) => format!(", {} bytes", bytes.len()),
+                AttachmentData::Path(_) => String::new(),
             };
             if !input.is_empty() {
                 input.push('\n');

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::health::Count;
 use super::{ChannelEntry, ChannelManager, ManagerSettings};
 use crate::markdown::{MarkdownFlavor, render};
-use crate::port::{Capabilities, ChannelErrorKind, Conversation, OutboundMessage, SentMessage};
+use crate::port::{Attachment, Capabilities, ChannelErrorKind, Conversation, OutboundMessage, SentMessage};
 use crate::split::split_message;
 
 /// Fewest characters of streamed text worth a first message (a lone "I" isn't).
@@ -33,6 +33,8 @@ pub(super) struct StreamedReply {
     /// Set when streaming stopped (the text outgrew one message or an edit failed for
     /// good): the final reply is sent in full at the end.
     gave_up: bool,
+    /// Files the turn's tools handed over, sent with the final reply.
+    files: Vec<Attachment>,
 }
 
 impl StreamedReply {
@@ -52,11 +54,17 @@ impl StreamedReply {
             shown: String::new(),
             last_edit: None,
             gave_up: false,
+            files: Vec::new(),
         }
     }
 
     pub(super) fn push(&mut self, delta: &str) {
         self.text.push_str(delta);
+    }
+
+    /// A file to send with the final reply.
+    pub(super) fn attach(&mut self, file: Attachment) {
+        self.files.push(file);
     }
 
     /// The streamed text was void (the model call is retried): start over.
@@ -156,7 +164,8 @@ impl ChannelManager {
     }
 
     /// Sends the final reply: the streamed message edited to the first piece (or a new
-    /// message), the other pieces after it.
+    /// message), the other pieces after it, the files with the last new message (or on
+    /// their own after an edited one).
     pub(super) async fn finish_reply(&self, entry: &ChannelEntry, reply: &mut StreamedReply, text: &str) {
         let pieces = fit(text, reply.capabilities);
         let mut rest = pieces.as_slice();
@@ -172,7 +181,13 @@ impl ChannelManager {
                 }
             }
         }
-        for piece in rest {
+        let files = std::mem::take(&mut reply.files);
+        let (last, before) = match rest.split_last() {
+            Some((last, before)) => (last.clone(), before),
+            None if files.is_empty() => return,
+            None => (String::new(), rest),
+        };
+        for piece in before {
             let message = OutboundMessage {
                 conversation: reply.conversation.clone(),
                 reply_to: Some(reply.reply_to.clone()),
@@ -181,6 +196,28 @@ impl ChannelManager {
             };
             self.send_with_retry(entry, &message).await;
         }
+        let message = OutboundMessage {
+            conversation: reply.conversation.clone(),
+            reply_to: Some(reply.reply_to.clone()),
+            text: last,
+            attachments: files,
+        };
+        if self.send_with_retry(entry, &message).await.is_some() || message.attachments.is_empty() {
+            return;
+        }
+        // The platform refused the files (too big, a type it won't take): the text still
+        // goes, then a note naming them.
+        let names: Vec<String> = message.attachments.iter().map(|file| file.name.clone()).collect();
+        if !message.text.is_empty() {
+            let text_only = OutboundMessage { attachments: Vec::new(), ..message.clone() };
+            self.send_with_retry(entry, &text_only).await;
+        }
+        let note = render(
+            &format!("(couldn't send {}: the platform refused it)", names.join(", ")),
+            reply.capabilities.markdown,
+        );
+        let message = OutboundMessage { text: note, attachments: Vec::new(), ..message };
+        self.send_with_retry(entry, &message).await;
     }
 
     /// Sends `text` (Markdown) to `conversation` as one or more messages.

@@ -13,9 +13,9 @@ use squidbot_core::events::EventHub;
 use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StopReason, StreamSink};
 use squidbot_core::runs::{Runner, UserMessage};
 use squidbot_core::store::memory::MemorySessionStore;
-use squidbot_core::tool::ToolRegistry;
+use squidbot_core::tool::{SharedFile, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use squidbot_core::workspace::MemoryWorkspace;
-use squidbot_types::{ChatMessage, Usage};
+use squidbot_types::{ChatMessage, ToolCall, ToolSpec, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,8 +32,45 @@ use crate::random::SeededRandom;
 
 /// Streams "echo: <message>" word by word (and the paths of images sent with it);
 /// "long" answers with a reply over the limit, "slow" waits a while first, "hang" never
-/// answers.
+/// answers; "chart" calls the `share` tool, then answers about it.
 struct Echo;
+
+/// The reply after the `share` tool ran.
+const CHART_REPLY: &str = "Here is the chart you asked for, with last week's numbers.";
+
+/// Hands over `/data/chart.png`.
+struct Share;
+
+impl Tool for Share {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "share".into(),
+            description: "shares the chart".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn call<'a>(
+        &'a self,
+        _arguments: serde_json::Value,
+        _context: &'a ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let file = SharedFile { path: "/data/chart.png".into(), name: "chart.png".into(), mime: "image/png".into() };
+        Ok(ToolOutput::text("shared").with_file(file))
+    }
+}
+
+fn chart() -> Attachment {
+    Attachment {
+        name: "chart.png".into(),
+        mime: "image/png".into(),
+        data: AttachmentData::Path("/data/chart.png".into()),
+    }
+}
 
 impl LlmProvider for Echo {
     async fn complete<'a>(
@@ -43,12 +80,24 @@ impl LlmProvider for Echo {
     ) -> Result<Completion, ProviderError> {
         let (last, images) = match request.messages.last() {
             Some(ChatMessage::User { content, images }) => (content.clone(), images.clone()),
+            Some(ChatMessage::Tool { .. }) => ("shared".to_owned(), Vec::new()),
             _ => (String::new(), Vec::new()),
         };
+        if last == "chart" {
+            let call = ToolCall { id: "call-1".into(), name: "share".into(), arguments: "{}".into() };
+            return Ok(Completion {
+                content: String::new(),
+                tool_calls: vec![call],
+                usage: Usage { input_tokens: 1, output_tokens: 1, cached_input_tokens: 0 },
+                stop_reason: StopReason::ToolUse,
+                model: "fake/echo".into(),
+            });
+        }
         let reply = match last.as_str() {
             "long" => {
                 (0..30).map(|number| format!("Paragraph {number} says something.")).collect::<Vec<_>>().join("\n\n")
             }
+            "shared" => CHART_REPLY.to_owned(),
             _ if !images.is_empty() => {
                 let paths: Vec<&str> = images.iter().map(|image| image.path.as_str()).collect();
                 format!("echo: {last} (images: {})", paths.join(", "))
@@ -85,9 +134,11 @@ fn runner() -> Arc<Runner> {
         runtime: squidbot_core::context::RuntimeInfo::default(),
         context: "owner".into(),
     };
+    let mut tools = ToolRegistry::default();
+    tools.register(Arc::new(Share));
     let agent = Agent::new(
         Arc::new(Echo),
-        ToolRegistry::default(),
+        tools,
         Arc::new(MemorySessionStore::default()),
         Arc::new(MemoryWorkspace::new()),
         Arc::new(SystemClock),
@@ -350,6 +401,44 @@ async fn a_streamed_reply_is_sent_once_then_edited_to_the_final_text() {
         assert!(recorded.edits.len() >= 2, "edited as text arrived: {:?}", recorded.edits);
         assert!(recorded.edits.iter().all(|(id, _)| id == "m1"));
     }
+    harness.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_a_tool_hands_over_goes_with_the_reply_or_after_the_streamed_one() {
+    // Sent once: the file rides on the reply.
+    let harness = start(capabilities(StreamMode::SendOnce, 1_000), vec![], DirectPolicy::OwnerOnly);
+    harness.deliver(direct_message("1", "owner-id", "chart")).await;
+    harness.wait_for("the reply", |recorded| !recorded.sent.is_empty()).await;
+    {
+        let recorded = harness.channel.recorded.lock().unwrap();
+        assert_eq!(recorded.sent.len(), 1);
+        assert_eq!(recorded.sent[0].text, CHART_REPLY);
+        assert_eq!(recorded.sent[0].attachments, [chart()]);
+    }
+    harness.stop().await;
+
+    // Streamed by editing: the reply is edited in place, the file follows on its own.
+    let harness = start(capabilities(StreamMode::EditInPlace, 1_000), vec![], DirectPolicy::OwnerOnly);
+    harness.deliver(direct_message("2", "owner-id", "chart")).await;
+    harness.wait_for("the file", |recorded| recorded.sent.iter().any(|sent| !sent.attachments.is_empty())).await;
+    {
+        let recorded = harness.channel.recorded.lock().unwrap();
+        assert_eq!(recorded.sent.len(), 2, "{:?}", recorded.sent);
+        assert!(recorded.sent[0].attachments.is_empty());
+        assert_eq!(recorded.edits.last().map(|(_, text)| text.as_str()), Some(CHART_REPLY));
+        assert_eq!(recorded.sent[1].text, "");
+        assert_eq!(recorded.sent[1].attachments, [chart()]);
+    }
+    harness.stop().await;
+
+    // The platform refuses the file: the text still goes, then a note.
+    let harness = start(capabilities(StreamMode::SendOnce, 1_000), vec![], DirectPolicy::OwnerOnly);
+    harness.channel.send_failures.lock().unwrap().push_back(ChannelError::rejected("file too large"));
+    harness.deliver(direct_message("3", "owner-id", "chart")).await;
+    harness.wait_for("the note", |recorded| recorded.sent.len() == 2).await;
+    assert_eq!(harness.texts(), [CHART_REPLY, "(couldn't send chart.png: the platform refused it)"]);
+    assert!(harness.channel.recorded.lock().unwrap().sent.iter().all(|sent| sent.attachments.is_empty()));
     harness.stop().await;
 }
 

@@ -34,6 +34,11 @@ pub(super) async fn run_calls<'a>(
         let outputs = futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context))).await;
         for (call, output) in batch.iter().zip(outputs) {
             events.tool_finished(call, output.is_err());
+            if let Ok(done) = &output {
+                for file in &done.files {
+                    events.file_shared(file);
+                }
+            }
             results.push((call, output));
         }
         index = end;

@@ -30,6 +30,9 @@ pub const CANCEL_WORKER: &str = "cancel_worker";
 pub const SET_STATUS: &str = "set_status";
 /// The agent bus's message tool.
 pub const SEND: &str = "send";
+/// Hands a file to the people of the conversation; the assistant's, since only it talks
+/// to them.
+pub const SEND_FILE: &str = "send_file";
 
 /// Tools only the assistant may hold (a sub-agent never starts sub-agents).
 pub const ASSISTANT_ONLY: [&str; 3] = [DELEGATE, SPAWN, CANCEL_WORKER];
@@ -60,6 +63,7 @@ pub fn known_tools() -> Vec<&'static str> {
     names.extend(ASSISTANT_ONLY);
     names.push(SET_STATUS);
     names.push(SEND);
+    names.push(SEND_FILE);
     names.push(MCP_TOOLS);
     names
 }
@@ -83,12 +87,12 @@ pub fn default_tools(role: &str, direct: bool) -> Vec<&'static str> {
         ASSISTANT if direct => {
             names = everything();
             names.extend(CRON_TOOLS);
-            names.extend([SPAWN, SEND]);
+            names.extend([SPAWN, SEND, SEND_FILE]);
         }
         ASSISTANT => {
             names.extend([DELEGATE, CANCEL_WORKER]);
             names.extend(MEMORY_TOOLS);
-            names.push(SEND);
+            names.extend([SEND, SEND_FILE]);
         }
         RESEARCHER => {
             names.extend(READ_FILES);

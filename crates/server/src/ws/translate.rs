@@ -168,6 +168,10 @@ impl Connection {
                 let message = message.clone();
                 self.agent_event(event, "notice", json!({"message": message}));
             }
+            TurnEventKind::File { path, name, mime } => {
+                let data = json!({"path": path, "name": name, "mimeType": mime});
+                self.agent_event(event, "file", data);
+            }
             TurnEventKind::Finished { reply, end, usage, model, tool_calls, duration } => {
                 let request = self.runs.views.remove(&event.run_id).and_then(|view| view.request);
                 let stop_reason = match end {

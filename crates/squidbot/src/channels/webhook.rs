@@ -18,8 +18,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 use squidbot_channels::{
-    Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink, MarkdownFlavor,
-    OutboundMessage, Sender, SentMessage, StreamMode,
+    AttachmentData, Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink,
+    MarkdownFlavor, OutboundMessage, Sender, SentMessage, StreamMode,
 };
 use squidbot_core::BoxFuture;
 use squidbot_server::{WebhookHandler, WebhookResponse};
@@ -56,7 +56,7 @@ pub struct WebhookChannel {
     reply_timeout: Duration,
     queue: mpsc::Sender<InboundMessage>,
     incoming: tokio::sync::Mutex<mpsc::Receiver<InboundMessage>>,
-    waiting: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     callbacks: Mutex<HashMap<String, String>>,
     http: reqwest::Client,
 }
@@ -148,9 +148,9 @@ impl WebhookChannel {
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many messages are waiting; try again later".into());
         }
         match tokio::time::timeout(self.reply_timeout, replied).await {
-            Ok(Ok(text)) => {
+            Ok(Ok(body)) => {
                 self.forget(&id);
-                WebhookResponse { status: StatusCode::OK, body: json!({"id": id, "reply": text}) }
+                WebhookResponse { status: StatusCode::OK, body }
             }
             Ok(Err(_)) | Err(_) => {
                 self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
@@ -200,9 +200,10 @@ impl Channel for WebhookChannel {
     async fn send(&self, message: &OutboundMessage) -> Result<SentMessage, ChannelError> {
         let id = message.reply_to.clone().unwrap_or_default();
         let sent = SentMessage { conversation: message.conversation.clone(), platform_message_id: id.clone() };
+        let body = reply_body(&id, message).await?;
         let waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
         if let Some(waiting) = waiting
-            && waiting.send(message.text.clone()).is_ok()
+            && waiting.send(body.clone()).is_ok()
         {
             return Ok(sent);
         }
@@ -211,7 +212,6 @@ impl Channel for WebhookChannel {
             tracing::warn!(channel = %self.name, %id, "a reply came after the request was answered and it had no callback_url; dropped");
             return Ok(sent);
         };
-        let body: Value = json!({"id": id, "reply": message.text});
         let response = self
             .http
             .post(&url)
@@ -231,6 +231,29 @@ impl Channel for WebhookChannel {
         }
         Ok(sent)
     }
+}
+
+/// The JSON of a reply: `{"id", "reply"}`, and `files` (`name`, `mime`, base64 `data`)
+/// when the turn handed any over.
+async fn reply_body(id: &str, message: &OutboundMessage) -> Result<Value, ChannelError> {
+    use base64::Engine as _;
+    let mut body = json!({"id": id, "reply": message.text});
+    if message.attachments.is_empty() {
+        return Ok(body);
+    }
+    let mut files = Vec::with_capacity(message.attachments.len());
+    for file in &message.attachments {
+        let bytes = match &file.data {
+            AttachmentData::Bytes(bytes) => bytes.clone(),
+            AttachmentData::Path(path) => tokio::fs::read(path)
+                .await
+                .map_err(|error| ChannelError::rejected(format!("can't read {}: {error}", file.name)))?,
+        };
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        files.push(json!({"name": file.name, "mime": file.mime, "data": data}));
+    }
+    body["files"] = Value::Array(files);
+    Ok(body)
 }
 
 /// Every webhook channel of the gateway, by name.

@@ -14,7 +14,7 @@ use crate::wiring::Environment;
 /// Exit code after Ctrl-C, as shells expect.
 const INTERRUPTED_EXIT: u8 = 130;
 
-/// Progress of a one-shot turn: warnings on stderr, nothing else.
+/// Progress of a one-shot turn: warnings and shared files on stderr, nothing else.
 struct QuietEvents;
 
 impl AgentEvents for QuietEvents {
@@ -24,6 +24,10 @@ impl AgentEvents for QuietEvents {
 
     fn warning(&self, message: &str) {
         eprintln!("warning: {message}");
+    }
+
+    fn file_shared(&self, file: &squidbot_core::tool::SharedFile) {
+        eprintln!("file: {}", file.path.display());
     }
 }
 

@@ -75,6 +75,10 @@ impl AgentEvents for TerminalEvents {
     fn notice(&self, message: &str) {
         self.status_line(&format!("({message})"));
     }
+
+    fn file_shared(&self, file: &squidbot_core::tool::SharedFile) {
+        self.status_line(&format!("  📎 {} ({})", file.path.display(), file.mime));
+    }
 }
 
 /// Prints a background sub-agent's result the moment it ends; the session records it at

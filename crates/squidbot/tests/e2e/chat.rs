@@ -155,8 +155,8 @@ async fn status_reports_a_lean_prompt() {
     home.run(&["onboard", "--non-interactive", "--provider", "local", "--api-base", &base, "--model", "m", "--force"])
         .await
         .success();
-    // The default delegate mode: 7 tools (delegate, cancel_worker, memory, send); the
-    // tool work happens in sub-agents.
+    // The default delegate mode: 8 tools (delegate, cancel_worker, memory, send,
+    // send_file); the tool work happens in sub-agents.
     let run =
         home.run_with(&["status", "--json"], &[("SQUIDBOT__AGENTS__ASSISTANT__MODE", "delegate")]).await.success();
     let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -165,14 +165,14 @@ async fn status_reports_a_lean_prompt() {
     assert!(system > 500 && system < 6_000, "system prompt is {system} chars");
     assert!(tools > 500 && tools < 4_500, "tool schemas are {tools} chars");
     assert!(system + tools < 7_000, "prompt and schemas together are {} chars", system + tools);
-    assert_eq!(status["prompt"]["tools"], 7);
+    assert_eq!(status["prompt"]["tools"], 8);
     assert_eq!(status["model"], "local/m");
     // Direct mode (the harness default): files, shell, memory, the two web tools, the five
-    // cron tools (in delegate mode the worker's), send and spawn. The cron tools add about
-    // 1,470 chars to the 5,400 of the other fifteen.
+    // cron tools (in delegate mode the worker's), send, send_file and spawn. The cron tools
+    // add about 1,470 chars to the 5,650 of the other sixteen.
     let run = home.run(&["status", "--json"]).await.success();
     let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(status["prompt"]["tools"], 20);
+    assert_eq!(status["prompt"]["tools"], 21);
     let tools = status["prompt"]["tool_schema_chars"].as_u64().unwrap();
     assert!(tools < 7_000, "tool schemas are {tools} chars");
     let run = home.run(&["status"]).await.success();

@@ -160,6 +160,31 @@ async fn commands_redeliveries_photos_rate_limits_and_job_replies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_the_assistant_sends_arrives_as_a_document_with_its_reply() {
+    let server = ScriptedLlm::start().await;
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let home = telegram_home(&server, &telegram, "").await;
+    std::fs::create_dir_all(home.workspace().join("out")).unwrap();
+    std::fs::write(home.workspace().join("out/report.pdf"), b"%PDF-1.7 quarterly numbers").unwrap();
+    let _gateway = start_gateway(&home).await;
+
+    server.push(Reply::tool_calls(vec![("send_file", serde_json::json!({"path": "out/report.pdf"}))]));
+    server.push(Reply::text("Here is the report."));
+    telegram.push_user_message(OWNER, ChatKind::Private, &owner(), "send me the report");
+    eventually("the document", || !telegram.uploads().is_empty()).await;
+    let upload = telegram.uploads().remove(0);
+    assert_eq!(upload.method, "sendDocument");
+    assert_eq!(upload.params["chat_id"].as_i64(), Some(OWNER));
+    assert_eq!(upload.files[0].file_name.as_deref(), Some("report.pdf"));
+    assert_eq!(upload.files[0].bytes, b"%PDF-1.7 quarterly numbers");
+    assert_eq!(upload.params["caption"], "Here is the report.", "the short reply is the file's caption");
+    assert_eq!(shown(&telegram, OWNER), ["Here is the report."]);
+    let result = messages(&server.requests()[1].body).last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(result.contains("report.pdf (application/pdf, 26 bytes) goes out with your reply"), "{result}");
+    server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_whose_token_is_refused_is_reported_failed_and_the_others_keep_working() {
     let server = ScriptedLlm::start().await;
     let telegram = FakeTelegram::start("1:other-token").await;

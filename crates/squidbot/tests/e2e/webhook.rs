@@ -1,12 +1,14 @@
 //! The webhook channel in the real gateway: a signed request gets the reply in the
 //! response; a redelivered one isn't answered twice; a forged, stale or malformed one
 //! is refused without a turn; a long turn answers `202` and posts the reply to the
-//! callback URL; the channel shows in `/health` and `/metrics`; the sender gets a
-//! context and workspace of their own.
+//! callback URL; a file the assistant sends comes back in the response; the channel
+//! shows in `/health` and `/metrics`; the sender gets a context and workspace of their
+//! own.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -140,11 +142,24 @@ async fn a_long_turn_answers_accepted_and_posts_the_reply_to_the_callback() {
     // The owner's messages go to the owner's context.
     assert_eq!(home.session_lines("hook:ops")[0]["context"], "owner");
 
+    // A file the assistant sends comes back in the response, base64-encoded.
+    std::fs::write(home.workspace().join("weekly.csv"), "week,done\n47,12\n").unwrap();
+    server.push(Reply::tool_calls(vec![("send_file", json!({"path": "weekly.csv"}))]));
+    server.push(Reply::text("Attached."));
+    let message = json!({"sender": "ops", "text": "Send me the numbers", "id": "r-8"});
+    let (status, body) = post(&gateway.base, &message, SECRET, now()).await;
+    assert_eq!(status, 200, "{body}");
+    let data = base64::engine::general_purpose::STANDARD.encode("week,done\n47,12\n");
+    assert_eq!(
+        body,
+        json!({"id": "r-8", "reply": "Attached.", "files": [{"name": "weekly.csv", "mime": "text/csv", "data": data}]})
+    );
+
     // Someone who is not an owner is refused under the default policy (no turn).
     let (status, _) =
         post(&gateway.base, &json!({"sender": "stranger", "text": "hi", "id": "s-1"}), SECRET, now()).await;
     assert_eq!(status, 202);
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.requests().len(), 3);
     server.assert_clean();
 }
 

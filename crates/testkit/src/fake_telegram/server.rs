@@ -253,7 +253,7 @@ async fn answer(shared: &Shared, bot: &str, method: &str, parameters: &Value, fi
             if let Some(caption) = caption {
                 message["caption"] = caption.into();
             }
-            state.bot_messages.insert((chat_id, message_id), None);
+            state.bot_messages.insert((chat_id, message_id), caption.map(str::to_owned));
             envelope_ok(message)
         }
         _ => envelope_error(404, "Not Found"),
