@@ -10,7 +10,7 @@ use reqwest::multipart::{Form, Part};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use squidbot_channels::{Attachment, AttachmentData, ChannelError, OutboundMessage};
+use squidbot_channels::{Attachment, ChannelError, OutboundMessage};
 use tokio::time::Instant;
 
 use crate::settings::DiscordSettings;
@@ -286,12 +286,10 @@ fn safe_file_name(name: &str) -> String {
 }
 
 async fn file_part(attachment: &Attachment, action: &str) -> Result<Part, ChannelError> {
-    let bytes = match &attachment.data {
-        AttachmentData::Bytes(bytes) => bytes.clone(),
-        AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
-            ChannelError::rejected(format!("can't {action}: can't read attachment {}: {error}", path.display()))
-        })?,
-    };
+    let bytes = attachment
+        .bytes()
+        .await
+        .map_err(|error| ChannelError::rejected(format!("can't {action}: {}", error.message)))?;
     Part::bytes(bytes)
         .file_name(safe_file_name(&attachment.name))
         .mime_str(media_type(&attachment.mime))

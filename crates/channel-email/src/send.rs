@@ -13,7 +13,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::Tls;
 use lettre::transport::smtp::extension::ClientId;
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use squidbot_channels::{Attachment, AttachmentData, ChannelError};
+use squidbot_channels::{Attachment, ChannelError};
 
 use crate::settings::{EmailSettings, Security, domain_of};
 use crate::text::text_to_html;
@@ -184,12 +184,7 @@ fn first_line_subject(text: &str) -> String {
 }
 
 async fn mime_attachment(attachment: &Attachment) -> Result<lettre::message::SinglePart, ChannelError> {
-    let bytes = match &attachment.data {
-        AttachmentData::Bytes(bytes) => bytes.clone(),
-        AttachmentData::Path(path) => tokio::fs::read(path)
-            .await
-            .map_err(|error| ChannelError::rejected(format!("can't attach {}: {error}", path.display())))?,
-    };
+    let bytes = attachment.bytes().await?;
     // The name is the sender's or the model's: keep only a file name, never a path.
     let name = attachment.name.rsplit(['/', '\\']).next().unwrap_or_default().trim();
     let name = if name.is_empty() { "attachment" } else { name };

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use squidbot_channels::{AttachmentData, ChannelError, Conversation, InboundMessage, OutboundMessage, SentMessage};
+use squidbot_channels::{ChannelError, Conversation, InboundMessage, OutboundMessage, SentMessage};
 
 use crate::MatrixChannel;
 use crate::failure;
@@ -24,16 +24,7 @@ impl MatrixChannel {
             first_event = Some(self.send_event(room_id, "m.room.message", content).await?);
         }
         for attachment in &message.attachments {
-            let bytes = match &attachment.data {
-                AttachmentData::Bytes(bytes) => bytes.clone(),
-                AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
-                    ChannelError::rejected(format!(
-                        "can't send {}: can't read {}: {error}",
-                        attachment.name,
-                        path.display()
-                    ))
-                })?,
-            };
+            let bytes = attachment.bytes().await?;
             let size = bytes.len();
             let mxc = self.api.upload(&attachment.name, &attachment.mime, bytes).await?;
             // Only the first event of the message is the reply; all stay in the thread.

@@ -85,12 +85,7 @@ pub(crate) async fn upload_all(
 ) -> Result<String, ChannelError> {
     let mut files = Vec::with_capacity(attachments.len());
     for attachment in attachments {
-        let bytes = match &attachment.data {
-            AttachmentData::Bytes(bytes) => bytes.clone(),
-            AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
-                ChannelError::rejected(format!("can't read attachment {} to upload it: {error}", attachment.name))
-            })?,
-        };
+        let bytes = attachment.bytes().await?;
         let length = bytes.len().to_string();
         let slot = api
             .call_form(

@@ -4,7 +4,7 @@
 
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
-use squidbot_channels::{Attachment, AttachmentData, ChannelError, Conversation, OutboundMessage, SentMessage};
+use squidbot_channels::{Attachment, ChannelError, Conversation, OutboundMessage, SentMessage};
 
 use crate::api::{Api, CALL_TIMEOUT, Failure};
 use crate::plain::html_to_plain;
@@ -150,12 +150,7 @@ async fn send_file(
     attachment: &Attachment,
     caption: Option<&str>,
 ) -> Result<Message, ChannelError> {
-    let bytes = match &attachment.data {
-        AttachmentData::Bytes(bytes) => bytes.clone(),
-        AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
-            ChannelError::rejected(format!("can't send attachment {}: can't read it: {error}", attachment.name))
-        })?,
-    };
+    let bytes = attachment.bytes().await?;
     // GIFs would lose their animation and SVGs aren't taken as photos.
     let as_photo = attachment.mime.starts_with("image/")
         && !matches!(attachment.mime.as_str(), "image/gif" | "image/svg+xml")

@@ -100,6 +100,19 @@ pub struct Attachment {
     pub data: AttachmentData,
 }
 
+impl Attachment {
+    /// Its bytes, read from disk when it is saved to a file. A file that can't be read is
+    /// a rejected send: trying again won't help.
+    pub async fn bytes(&self) -> Result<Vec<u8>, ChannelError> {
+        match &self.data {
+            AttachmentData::Bytes(bytes) => Ok(bytes.clone()),
+            AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
+                ChannelError::rejected(format!("can't read attachment {} at {}: {error}", self.name, path.display()))
+            }),
+        }
+    }
+}
+
 /// A message someone wrote to the bot, as an adapter hands it to the manager.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboundMessage {
@@ -378,6 +391,22 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+
+    #[tokio::test]
+    async fn attachment_bytes_come_from_memory_or_the_file_and_a_missing_file_is_rejected() {
+        let in_memory =
+            Attachment { name: "a.txt".into(), mime: "text/plain".into(), data: AttachmentData::Bytes(b"hi".to_vec()) };
+        assert_eq!(in_memory.bytes().await.unwrap(), b"hi");
+        let path = std::env::temp_dir().join(format!("squidbot-attachment-{}", std::process::id()));
+        std::fs::write(&path, b"on disk").unwrap();
+        let saved =
+            Attachment { name: "b.txt".into(), mime: "text/plain".into(), data: AttachmentData::Path(path.clone()) };
+        assert_eq!(saved.bytes().await.unwrap(), b"on disk");
+        std::fs::remove_file(&path).unwrap();
+        let error = saved.bytes().await.unwrap_err();
+        assert_eq!(error.kind, ChannelErrorKind::Rejected);
+        assert!(error.message.starts_with("can't read attachment b.txt at "), "{}", error.message);
+    }
 
     /// A channel that echoes a fixed list of messages, then waits for shutdown.
     struct ScriptedChannel {

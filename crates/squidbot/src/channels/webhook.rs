@@ -18,8 +18,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 use squidbot_channels::{
-    AttachmentData, Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink,
-    MarkdownFlavor, OutboundMessage, Sender, SentMessage, StreamMode,
+    Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink, MarkdownFlavor,
+    OutboundMessage, Sender, SentMessage, StreamMode,
 };
 use squidbot_core::BoxFuture;
 use squidbot_server::{WebhookHandler, WebhookResponse};
@@ -243,12 +243,7 @@ async fn reply_body(id: &str, message: &OutboundMessage) -> Result<Value, Channe
     }
     let mut files = Vec::with_capacity(message.attachments.len());
     for file in &message.attachments {
-        let bytes = match &file.data {
-            AttachmentData::Bytes(bytes) => bytes.clone(),
-            AttachmentData::Path(path) => tokio::fs::read(path)
-                .await
-                .map_err(|error| ChannelError::rejected(format!("can't read {}: {error}", file.name)))?,
-        };
+        let bytes = file.bytes().await?;
         let data = base64::engine::general_purpose::STANDARD.encode(bytes);
         files.push(json!({"name": file.name, "mime": file.mime, "data": data}));
     }
