@@ -19,7 +19,7 @@ use crate::leaks::{LeakScanner, StreamRedactor};
 use crate::memory::Memories;
 use crate::provider::{Completion, CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
 use crate::session::Session;
-use crate::store::{DynSessionStore, StoreError};
+use crate::store::{Durability, DynSessionStore, StoreError};
 use crate::tool::{SharedFile, ToolContext, ToolError, ToolRegistry};
 use crate::workspace::{ContextWorkspace, ContextWorkspaces, WorkspaceFiles};
 use crate::{ids, text};
@@ -330,7 +330,7 @@ impl Agent {
     }
 
     /// Tool specs as sent to the model.
-    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+    pub fn tool_specs(&self) -> Arc<[ToolSpec]> {
         self.tools.specs()
     }
 
@@ -415,7 +415,7 @@ impl Agent {
             return Ok(results);
         }
         let bodies = results.iter().map(BackgroundResult::entry).collect();
-        if let Err(error) = self.record(session, bodies).await {
+        if let Err(error) = self.record(session, bodies, Durability::Synced).await {
             // Not lost: they go back to the inbox for the next attempt.
             delegation.return_results(session.key(), results);
             return Err(error.into());
@@ -444,7 +444,12 @@ impl Agent {
         completion
     }
 
-    pub(crate) async fn record(&self, session: &mut Session, bodies: Vec<EntryBody>) -> Result<(), StoreError> {
+    pub(crate) async fn record(
+        &self,
+        session: &mut Session,
+        bodies: Vec<EntryBody>,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
         if bodies.is_empty() {
             return Ok(());
         }
@@ -454,7 +459,7 @@ impl Agent {
         }
         let timestamp = self.now();
         let entries: Vec<SessionEntry> = bodies.into_iter().map(|body| session.push(body, timestamp.clone())).collect();
-        self.store.append_boxed(session.key(), &entries).await
+        self.store.append_boxed(session.key(), &entries, durability).await
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` stops it at the next await
@@ -524,7 +529,9 @@ impl Agent {
             usage: None,
             interrupted: false,
         });
-        self.record(session, opening).await?;
+        // The model call comes next, not an answer: the reply's synced append below makes
+        // the user's message durable with it.
+        self.record(session, opening, Durability::Written).await?;
 
         let mut sections = self.prompt_sections(&session.header().context).await;
         if let Some(workers) = self.delegation.as_ref().and_then(|delegation| delegation.status_section(session.key()))
@@ -542,6 +549,7 @@ impl Agent {
             resolved = self.tools.resolve() => resolved,
         };
         let tool_specs = turn_tools.specs();
+        let tool_specs_chars = turn_tools.specs_chars();
         let sink = TurnSink::new(events, &self.leaks);
         let mut outcome = TurnOutcome {
             reply: String::new(),
@@ -557,7 +565,7 @@ impl Agent {
         let mut overflow_retries = 0;
         let mut overflow_budget = usize::MAX;
         while outcome.model_calls < self.settings.max_turns {
-            let reserve = self.settings.max_tokens as usize + system.len() / 4 + tool_specs_chars(&tool_specs) / 4;
+            let reserve = self.settings.max_tokens as usize + system.len() / 4 + tool_specs_chars / 4;
             let budget = (self.settings.context_window as usize).saturating_sub(reserve).min(overflow_budget);
             let fitted = fit_history(session.history(), budget);
             if fitted.dropped > 0 && !warned_overflow {
@@ -602,7 +610,7 @@ impl Agent {
                 }
                 Err(error) => {
                     let partial = sink.take();
-                    self.record(session, vec![interrupted_reply(partial.clone())]).await?;
+                    self.record(session, vec![interrupted_reply(partial.clone())], Durability::Synced).await?;
                     if matches!(error, ProviderError::Cancelled) {
                         outcome.status = TurnStatus::Cancelled;
                         outcome.reply = partial;
@@ -615,10 +623,7 @@ impl Agent {
             let completion = self.redact_reply(completion, events);
             outcome.usage.add(completion.usage);
             outcome.prompt_tokens = match completion.usage.total() {
-                0 => {
-                    (estimate_message_tokens(&request.messages) + system.len() / 4 + tool_specs_chars(&tool_specs) / 4)
-                        as u64
-                }
+                0 => (estimate_message_tokens(&request.messages) + system.len() / 4 + tool_specs_chars / 4) as u64,
                 reported => reported,
             };
             outcome.model = completion.model.clone();
@@ -635,7 +640,8 @@ impl Agent {
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             }));
-            self.record(session, bodies).await?;
+            // Synced before anyone acts on it: the reply is sent, the tools run.
+            self.record(session, bodies, Durability::Synced).await?;
             if completion.tool_calls.is_empty() {
                 outcome.reply = completion.content;
                 return Ok(outcome);
@@ -684,7 +690,14 @@ impl Agent {
                     EntryBody::ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error }
                 })
                 .collect();
-            self.record(session, bodies).await?;
+            // Results the next model call goes on from are synced with its reply; a turn
+            // ending here syncs them now.
+            let durability = if fatal.is_some() || final_reply.is_some() || cancel.is_cancelled() {
+                Durability::Synced
+            } else {
+                Durability::Written
+            };
+            self.record(session, bodies, durability).await?;
             if let Some(message) = fatal {
                 return Err(AgentError::Tool(message));
             }
@@ -712,6 +725,7 @@ impl Agent {
                 usage: None,
                 interrupted: true,
             }],
+            Durability::Synced,
         )
         .await?;
         Ok(outcome)
@@ -727,10 +741,6 @@ fn interrupted_reply(partial: String) -> EntryBody {
         usage: None,
         interrupted: true,
     }
-}
-
-fn tool_specs_chars(specs: &[ToolSpec]) -> usize {
-    specs.iter().map(ToolSpec::serialized_len).sum()
 }
 
 /// What the person sent for one turn: the text and any images with it.

@@ -287,7 +287,7 @@ pub async fn summarize(
         model: model.to_owned(),
         system: instructions.replace("{{style}}", style),
         messages: vec![ChatMessage::user(input)],
-        tools: Vec::new(),
+        tools: std::sync::Arc::default(),
         max_tokens: 1024,
         temperature: Some(0.2),
         stream: false,

@@ -3,6 +3,7 @@
 //! router that resolves `provider/model` ids and walks the fallback chain.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use squidbot_types::{ChatMessage, ToolCall, ToolSpec, Usage};
@@ -19,8 +20,8 @@ pub struct CompletionRequest {
     pub system: String,
     /// Conversation so far, oldest first.
     pub messages: Vec<ChatMessage>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call (shared: the same specs go into every request of an agent).
+    pub tools: Arc<[ToolSpec]>,
     /// Maximum tokens to generate.
     pub max_tokens: u32,
     /// Sampling temperature; provider default when `None`.

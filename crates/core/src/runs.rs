@@ -17,6 +17,7 @@ use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, T
 use crate::delegation::{BackgroundResult, BackgroundSink};
 use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
 use crate::session::Session;
+use crate::store::Durability;
 use crate::tool::SharedFile;
 
 /// A session shared between front ends.
@@ -225,7 +226,7 @@ impl Runner {
                     usage: None,
                     interrupted: false,
                 };
-                runner.agent.record(&mut session, vec![body]).await.map_err(AgentError::from)
+                runner.agent.record(&mut session, vec![body], Durability::Synced).await.map_err(AgentError::from)
             };
             if let Err(error) = appended.await {
                 tracing::warn!(session = %message.session_key, %error, "can't add a bus message to the session");

@@ -80,17 +80,34 @@ pub struct SessionSummary {
     pub preview: String,
 }
 
+/// When appended entries must be on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Flushed and synced (with the file's directory entry, for a new session) before
+    /// `append` returns: what a reply or a tool call needs before anyone acts on it.
+    Synced,
+    /// Handed to the operating system only; the next [`Durability::Synced`] append to the
+    /// same session makes them durable too. For entries written mid-turn (the user's
+    /// message before the model call): a crash of the machine before the turn's synced
+    /// append may lose them, as it would lose the turn itself, while a crash of the
+    /// process loses nothing. Saves one disk sync per step of a turn.
+    Written,
+}
+
 /// Durable storage of session trees.
 pub trait SessionStore: Send + Sync {
     /// Reads a session, `Ok(None)` when it does not exist.
     fn load<'a>(&'a self, key: &'a str) -> impl Future<Output = Result<Option<LoadedSession>, StoreError>> + Send + 'a;
-    /// Creates a session with the given header; fails if it already exists.
+    /// Creates a session with the given header; fails if it already exists. The new
+    /// session is durable once the first [`Durability::Synced`] append to it returns.
     fn create<'a>(&'a self, header: &'a SessionHeader) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
-    /// Appends entries; they are on disk (flushed and synced) when this returns.
+    /// Appends entries, on disk when this returns if `durability` is
+    /// [`Durability::Synced`].
     fn append<'a>(
         &'a self,
         key: &'a str,
         entries: &'a [SessionEntry],
+        durability: Durability,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
     /// Lists every session, most recently updated first.
     fn list(&self) -> impl Future<Output = Result<Vec<SessionSummary>, StoreError>> + Send + '_;
@@ -103,7 +120,12 @@ pub trait DynSessionStore: Send + Sync {
     /// See [`SessionStore::create`].
     fn create_boxed<'a>(&'a self, header: &'a SessionHeader) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`SessionStore::append`].
-    fn append_boxed<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn append_boxed<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`SessionStore::list`].
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
 }
@@ -117,8 +139,13 @@ impl<T: SessionStore> DynSessionStore for T {
         Box::pin(self.create(header))
     }
 
-    fn append_boxed<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.append(key, entries))
+    fn append_boxed<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.append(key, entries, durability))
     }
 
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>> {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::DeserializeOwned;
 use squidbot_types::ToolSpec;
@@ -189,6 +189,19 @@ pub fn parse_arguments<T: DeserializeOwned>(arguments: serde_json::Value) -> Res
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn DynTool>>,
     sources: Vec<Arc<dyn DynToolSource>>,
+    /// The specs of `tools` and their serialized size, built at the first call of
+    /// [`ToolRegistry::specs`] and shared by every clone (each turn's registry is one):
+    /// building them means generating JSON schemas, too much to repeat every turn. A
+    /// tool's spec depends on its configuration, not on anything that changes while it
+    /// is registered. Any change to `tools` starts a new cache.
+    specs: Arc<OnceLock<SpecCache>>,
+}
+
+/// The specs of a registry's tools.
+#[derive(Debug)]
+struct SpecCache {
+    specs: Arc<[ToolSpec]>,
+    serialized_chars: usize,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -207,6 +220,7 @@ impl ToolRegistry {
     /// Adds a tool, replacing any tool of the same name.
     pub fn register(&mut self, tool: Arc<dyn DynTool>) {
         self.tools.insert(tool.spec().name, tool);
+        self.specs = Arc::default();
     }
 
     /// Adds a source whose tools join the registry at every [`ToolRegistry::resolve`].
@@ -226,7 +240,7 @@ impl ToolRegistry {
             return self.clone();
         }
         let offered = futures_util::future::join_all(self.sources.iter().map(|source| source.tools_boxed())).await;
-        let mut resolved = ToolRegistry { tools: self.tools.clone(), sources: Vec::new() };
+        let mut resolved = ToolRegistry { tools: self.tools.clone(), sources: Vec::new(), specs: Arc::default() };
         for (source, tools) in self.sources.iter().zip(offered) {
             for tool in tools {
                 let name = tool.spec().name;
@@ -255,13 +269,13 @@ impl ToolRegistry {
                 Arc::new(FilteredSource { inner: source.clone(), allow: allow.clone() }) as Arc<dyn DynToolSource>
             })
             .collect();
-        ToolRegistry { tools, sources }
+        ToolRegistry { tools, sources, specs: Arc::default() }
     }
 
     /// The fixed tools only, without the run-time sources (an agent whose allowlist names
     /// no MCP tool must not start MCP servers).
     pub fn without_sources(&self) -> ToolRegistry {
-        ToolRegistry { tools: self.tools.clone(), sources: Vec::new() }
+        ToolRegistry { tools: self.tools.clone(), sources: Vec::new(), specs: Arc::clone(&self.specs) }
     }
 
     /// Looks a tool up by name.
@@ -271,8 +285,21 @@ impl ToolRegistry {
 
     /// Specs of every tool, sorted by name (stable for prompt caching); tools of sources
     /// appear only in a [`ToolRegistry::resolve`]d registry.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|tool| tool.spec()).collect()
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        Arc::clone(&self.spec_cache().specs)
+    }
+
+    /// Characters the specs add to a request, as serialized JSON.
+    pub fn specs_chars(&self) -> usize {
+        self.spec_cache().serialized_chars
+    }
+
+    fn spec_cache(&self) -> &SpecCache {
+        self.specs.get_or_init(|| {
+            let specs: Arc<[ToolSpec]> = self.tools.values().map(|tool| tool.spec()).collect();
+            let serialized_chars = specs.iter().map(ToolSpec::serialized_len).sum();
+            SpecCache { specs, serialized_chars }
+        })
     }
 
     /// Number of tools.
@@ -346,5 +373,24 @@ mod tests {
         assert_eq!(filtered.names().collect::<Vec<_>>(), ["read_file"]);
         let resolved = filtered.resolve().await;
         assert_eq!(resolved.names().collect::<Vec<_>>(), ["files__read_text_file", "read_file"]);
+    }
+
+    #[tokio::test]
+    async fn specs_are_built_once_and_follow_every_change() {
+        let mut registry = ToolRegistry::new();
+        registry.register(Arc::new(Named("read_file")));
+        let first = registry.specs();
+        let turn = registry.resolve().await;
+        assert!(Arc::ptr_eq(&first, &turn.specs()), "a turn's registry shares the built specs");
+        assert_eq!(registry.specs_chars(), first[0].serialized_len());
+        registry.register(Arc::new(Named("exec")));
+        let names: Vec<String> = registry.specs().iter().map(|spec| spec.name.clone()).collect();
+        assert_eq!(names, ["exec", "read_file"]);
+        assert_eq!(registry.specs_chars(), registry.specs().iter().map(ToolSpec::serialized_len).sum::<usize>());
+        let only_exec = registry.filtered(Arc::new(|name: &str| name == "exec"));
+        assert_eq!(only_exec.specs().len(), 1);
+        registry.add_source(Arc::new(Source(vec!["files__read"])));
+        assert_eq!(registry.resolve().await.specs().len(), 3, "tools of sources are in the resolved specs");
+        assert_eq!(registry.without_sources().specs().len(), 2);
     }
 }

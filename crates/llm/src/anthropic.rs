@@ -294,7 +294,7 @@ mod tests {
             model: "claude-test".into(),
             system: "you are squidbot".into(),
             messages: vec![ChatMessage::user("hi")],
-            tools: vec![tool("one"), tool("two")],
+            tools: vec![tool("one"), tool("two")].into(),
             max_tokens: 50,
             temperature: None,
             stream: true,
@@ -310,7 +310,7 @@ mod tests {
         assert!(body.get("temperature").is_none());
 
         let bare = request_body(
-            &CompletionRequest { system: String::new(), tools: Vec::new(), stream: false, ..request },
+            &CompletionRequest { system: String::new(), tools: Default::default(), stream: false, ..request },
             &Images::default(),
         );
         for absent in ["system", "tools", "stream"] {

@@ -185,7 +185,8 @@ mod tests {
                 name: "weather".into(),
                 description: "Looks up weather.".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
             max_tokens: 100,
             temperature: Some(0.5),
             stream,
@@ -211,7 +212,7 @@ mod tests {
     #[test]
     fn plain_requests_omit_stream_fields_empty_tools_and_empty_system() {
         let mut plain = request(false);
-        plain.tools.clear();
+        plain.tools = Default::default();
         plain.system.clear();
         plain.temperature = None;
         let body = request_body(&plain, &Images::default());

@@ -48,7 +48,7 @@ async fn parallel_tool_uses_streamed_in_fragments() {
         ],
     });
     let mut question = request("claude-test", true);
-    question.tools = vec![tool("read_file"), tool("list_dir")];
+    question.tools = vec![tool("read_file"), tool("list_dir")].into();
     let sink = Recorder::default();
     let completion = provider.complete(&question, &sink).await.unwrap();
     assert_eq!(completion.stop_reason, StopReason::ToolUse);
@@ -103,7 +103,7 @@ async fn invalid_argument_json_is_kept_raw_and_sent_back_as_an_object() {
         calls: vec![ScriptedCall::new("", "read_file", "{\"path\": \"unterminated")],
     });
     let mut question = request("claude-test", true);
-    question.tools = vec![tool("read_file")];
+    question.tools = vec![tool("read_file")].into();
     let completion = provider.complete(&question, &Recorder::default()).await.unwrap();
     assert_eq!(completion.tool_calls[0].arguments, "{\"path\": \"unterminated");
 

@@ -62,7 +62,7 @@ pub fn request(model: &str, stream: bool) -> CompletionRequest {
         model: model.to_owned(),
         system: "You are a test assistant.".to_owned(),
         messages: vec![ChatMessage::user("Hello?")],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: 256,
         temperature: None,
         stream,

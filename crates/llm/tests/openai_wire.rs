@@ -48,7 +48,7 @@ async fn parallel_tool_calls_streamed_in_fragments() {
         ("list_dir", json!({"path": "/tmp/some/long/directory/name"})),
     ]));
     let mut question = request("gpt-test", true);
-    question.tools = vec![tool("read_file"), tool("list_dir")];
+    question.tools = vec![tool("read_file"), tool("list_dir")].into();
     let completion = provider.complete(&question, &Recorder::default()).await.unwrap();
     assert_eq!(completion.stop_reason, StopReason::ToolUse);
     let calls: Vec<(&str, &str, Value)> = completion
@@ -98,7 +98,7 @@ async fn invalid_argument_json_is_kept_raw() {
             calls: vec![ScriptedCall::new("", "read_file", "{\"path\": \"unterminated")],
         });
         let mut question = request("gpt-test", stream);
-        question.tools = vec![tool("read_file")];
+        question.tools = vec![tool("read_file")].into();
         let completion = provider.complete(&question, &Recorder::default()).await.unwrap();
         assert_eq!(completion.content, "Trying.");
         assert_eq!(completion.tool_calls[0].arguments, "{\"path\": \"unterminated");
@@ -112,7 +112,7 @@ async fn invalid_stored_arguments_still_make_a_valid_request() {
     let provider = OpenAiProvider::new(endpoint(&server)).unwrap();
     server.push(Reply::text("noted"));
     let mut question = request("gpt-test", true);
-    question.tools = vec![tool("read_file")];
+    question.tools = vec![tool("read_file")].into();
     question.messages.push(ChatMessage::Assistant {
         content: String::new(),
         tool_calls: vec![ToolCall { id: "call_9".into(), name: "read_file".into(), arguments: "{oops".into() }],

@@ -16,8 +16,8 @@ use squidbot_core::clock::SystemClock;
 use squidbot_core::context::RuntimeInfo;
 use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StopReason, StreamSink};
 use squidbot_core::session::Session;
-use squidbot_core::store::DynSessionStore;
 use squidbot_core::store::memory::MemorySessionStore;
+use squidbot_core::store::{Durability, DynSessionStore};
 use squidbot_core::tool::ToolRegistry;
 use squidbot_store::{FsWorkspace, JsonlSessionStore};
 use squidbot_testkit::{Reply, ScriptedLlm};
@@ -105,7 +105,7 @@ async fn prefilled(agent: &Agent, key: &str, store: &dyn DynSessionStore) -> Ses
         };
         entries.push(session.push(body, "2026-11-21T00:00:00Z".into()));
     }
-    store.append_boxed(key, &entries).await.expect("append");
+    store.append_boxed(key, &entries, Durability::Synced).await.expect("append");
     session
 }
 

@@ -156,7 +156,7 @@ impl Housekeeping {
                 model: self.model.clone(),
                 system: BULLETIN_PROMPT.load(self.workspace.as_ref()),
                 messages: vec![ChatMessage::user(format!("Memories:\n{}", lines.join("\n")))],
-                tools: Vec::new(),
+                tools: Default::default(),
                 max_tokens: 400,
                 temperature: Some(0.2),
                 stream: false,

@@ -1,44 +1,108 @@
 //! A session store that keeps the SQLite session index (status, activity) in step with
 //! the JSONL transcripts it forwards to.
 
-use squidbot_core::store::{LoadedSession, SessionStore, SessionSummary, StoreError};
-use squidbot_store::{JsonlSessionStore, SqliteSessionIndex};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
+use squidbot_store::{ActivityUpdate, JsonlSessionStore, SqliteSessionIndex};
 use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
+use tokio::sync::oneshot;
 
 /// JSONL transcripts plus the index.
 #[derive(Debug)]
 pub struct IndexedSessionStore {
     files: JsonlSessionStore,
-    index: SqliteSessionIndex,
+    index: Arc<IndexWriter>,
 }
 
 impl IndexedSessionStore {
     /// Wraps the two.
     pub fn new(files: JsonlSessionStore, index: SqliteSessionIndex) -> Self {
-        Self { files, index }
+        Self { files, index: Arc::new(IndexWriter { index, pending: Mutex::default() }) }
     }
 
-    /// Records activity off the async workers. With `context` unknown, the index's own
-    /// entry supplies it; returns false when the session is not indexed yet.
+    /// Records activity; returns once it is in the index. With `context` unknown, the
+    /// index's own entry supplies it; returns false when the session is not indexed yet.
     async fn record(&self, key: &str, context: Option<&str>, messages: u64) -> Result<bool, StoreError> {
-        let index = self.index.clone();
-        let key = key.to_owned();
-        let context = context.map(str::to_owned);
-        let now = unix_now();
-        let failed = |reason: String| StoreError::Io { action: "index", key: String::new(), reason };
-        tokio::task::spawn_blocking(move || {
-            let context = match context {
-                Some(context) => context,
-                None => match index.get(&key)? {
-                    Some(entry) => entry.context,
-                    None => return Ok(false),
-                },
-            };
-            index.record_activity(&key, &context, now, messages).map(|_| true)
+        let update = ActivityUpdate {
+            key: key.to_owned(),
+            context: context.map(str::to_owned),
+            at_unix: unix_now(),
+            messages_added: messages,
+        };
+        let recorded = IndexWriter::submit(&self.index, update);
+        recorded.await.unwrap_or_else(|_| Err("the index writer stopped".to_owned())).map_err(|reason| StoreError::Io {
+            action: "index",
+            key: key.to_owned(),
+            reason,
         })
-        .await
-        .map_err(|error| failed(error.to_string()))?
-        .map_err(|error: squidbot_store::DatabaseError| failed(error.to_string()))
+    }
+}
+
+/// Writes index updates in batches: turns that finish together would otherwise each take
+/// a blocking thread and a transaction of their own, one after another on the database's
+/// single connection. The first update to arrive starts a writer on the blocking pool; it
+/// commits everything queued meanwhile in one transaction, and repeats until the queue
+/// is empty.
+#[derive(Debug)]
+struct IndexWriter {
+    index: SqliteSessionIndex,
+    pending: Mutex<Pending>,
+}
+
+/// An update and who waits for it.
+type Waiting = (ActivityUpdate, oneshot::Sender<Result<bool, String>>);
+
+#[derive(Debug, Default)]
+struct Pending {
+    updates: Vec<Waiting>,
+    /// Whether a writer is running (it takes what is queued before it stops).
+    writing: bool,
+}
+
+impl IndexWriter {
+    fn submit(writer: &Arc<Self>, update: ActivityUpdate) -> oneshot::Receiver<Result<bool, String>> {
+        let (done, recorded) = oneshot::channel();
+        let start = {
+            let mut pending = writer.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            pending.updates.push((update, done));
+            !std::mem::replace(&mut pending.writing, true)
+        };
+        if start {
+            let writer = Arc::clone(writer);
+            // Not awaited: the callers wait on their own answers, and the writer clears
+            // `writing` itself when the queue is empty.
+            drop(tokio::task::spawn_blocking(move || writer.write_all()));
+        }
+        recorded
+    }
+
+    fn write_all(&self) {
+        loop {
+            let batch = {
+                let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                if pending.updates.is_empty() {
+                    pending.writing = false;
+                    return;
+                }
+                std::mem::take(&mut pending.updates)
+            };
+            let (updates, waiting): (Vec<ActivityUpdate>, Vec<_>) = batch.into_iter().unzip();
+            match self.index.record_activities(&updates) {
+                Ok(recorded) => {
+                    for (done, recorded) in waiting.into_iter().zip(recorded) {
+                        // A caller that gave up waiting needs no answer.
+                        drop(done.send(Ok(recorded)));
+                    }
+                }
+                Err(error) => {
+                    let reason = error.to_string();
+                    for done in waiting {
+                        drop(done.send(Err(reason.clone())));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -57,8 +121,13 @@ impl SessionStore for IndexedSessionStore {
         self.record(&header.key, Some(&header.context), 0).await.map(|_| ())
     }
 
-    async fn append<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> Result<(), StoreError> {
-        self.files.append(key, entries).await?;
+    async fn append<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        self.files.append(key, entries, durability).await?;
         let messages = entries.iter().filter(|entry| matches!(entry.body, EntryBody::Message { .. })).count() as u64;
         if self.record(key, None, messages).await? {
             return Ok(());
@@ -72,5 +141,83 @@ impl SessionStore for IndexedSessionStore {
 
     async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
         self.files.list().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use squidbot_store::Database;
+    use squidbot_types::session::{HeaderTag, MessageRole, SESSION_FORMAT_VERSION};
+
+    use super::*;
+
+    fn header(key: &str) -> SessionHeader {
+        SessionHeader {
+            kind: HeaderTag::Header,
+            version: SESSION_FORMAT_VERSION,
+            id: format!("id-{key}"),
+            key: key.to_owned(),
+            context: "owner".to_owned(),
+            created: "2026-01-01T00:00:00Z".to_owned(),
+        }
+    }
+
+    fn message(id: &str) -> SessionEntry {
+        SessionEntry {
+            id: id.to_owned(),
+            parent: None,
+            timestamp: "2026-01-01T00:00:01Z".to_owned(),
+            body: EntryBody::Message {
+                role: MessageRole::User,
+                content: "hello".to_owned(),
+                images: Vec::new(),
+                model: None,
+                usage: None,
+                interrupted: false,
+            },
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_sessions_are_all_indexed() {
+        let directory = tempfile::tempdir().unwrap();
+        let database = Database::open(&directory.path().join("squidbot.db")).unwrap();
+        let index = SqliteSessionIndex::new(database);
+        let store = Arc::new(IndexedSessionStore::new(
+            JsonlSessionStore::new(directory.path().join("sessions")),
+            index.clone(),
+        ));
+        let tasks: Vec<_> = (0..50)
+            .map(|number| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let key = format!("cli:user-{number}");
+                    store.create(&header(&key)).await.unwrap();
+                    store.append(&key, &[message("u1")], Durability::Written).await.unwrap();
+                    store.append(&key, &[message("a1"), message("a2")], Durability::Synced).await.unwrap();
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        // Every append returned after its update was committed.
+        let entries = index.list().unwrap();
+        assert_eq!(entries.len(), 50);
+        assert!(entries.iter().all(|entry| entry.message_count == 3 && entry.context == "owner"), "{entries:?}");
+        assert!(!store.index.pending.lock().unwrap().writing, "the writer stops once the queue is empty");
+    }
+
+    #[tokio::test]
+    async fn a_session_older_than_the_index_gets_its_context_from_the_header() {
+        let directory = tempfile::tempdir().unwrap();
+        let files = JsonlSessionStore::new(directory.path().join("sessions"));
+        files.create(&header("cli:old")).await.unwrap();
+        let database = Database::open(&directory.path().join("squidbot.db")).unwrap();
+        let index = SqliteSessionIndex::new(database);
+        let store = IndexedSessionStore::new(files, index.clone());
+        store.append("cli:old", &[message("u1")], Durability::Synced).await.unwrap();
+        let entry = index.get("cli:old").unwrap().unwrap();
+        assert_eq!((entry.context.as_str(), entry.message_count), ("owner", 1));
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use data::{Random, WordEmbedder, Words};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::memory::{Memories, MemoryStore, SaveOutcome};
-use squidbot_core::store::SessionStore;
+use squidbot_core::store::{Durability, SessionStore};
 use squidbot_store::{Database, JsonlSessionStore, SqliteMemoryStore};
 use squidbot_types::memory::NewMemory;
 use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
@@ -219,7 +219,7 @@ async fn session_load(directory: &std::path::Path) -> Outcome<()> {
         })
         .collect();
     for chunk in entries.chunks(1000) {
-        store.append(key, chunk).await?;
+        store.append(key, chunk, Durability::Synced).await?;
     }
     let mut timings = Vec::new();
     for _ in 0..7 {

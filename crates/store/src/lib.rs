@@ -25,5 +25,7 @@ pub use jsonl::JsonlSessionStore;
 pub use key::{MAX_KEY_BYTES, decode_key, encode_key};
 pub use memory_documents::FsMemoryDocuments;
 pub use memory_store::SqliteMemoryStore;
-pub use session_index::{Activity, RecordedActivity, SessionIndexEntry, SessionStatus, SqliteSessionIndex};
+pub use session_index::{
+    Activity, ActivityUpdate, RecordedActivity, SessionIndexEntry, SessionStatus, SqliteSessionIndex,
+};
 pub use workspace::{FsWorkspace, MAX_WORKSPACE_FILE_BYTES};

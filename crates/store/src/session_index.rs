@@ -67,6 +67,20 @@ pub struct RecordedActivity {
     pub entry: SessionIndexEntry,
 }
 
+/// Activity of one session for [`SqliteSessionIndex::record_activities`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActivityUpdate {
+    /// Session key.
+    pub key: String,
+    /// The session's context; `None` takes it from the index (nothing is recorded for a
+    /// session the index does not know yet).
+    pub context: Option<String>,
+    /// When (Unix seconds).
+    pub at_unix: i64,
+    /// Messages added.
+    pub messages_added: u64,
+}
+
 /// The session index in the shared database. Calls block.
 #[derive(Debug, Clone)]
 pub struct SqliteSessionIndex {
@@ -139,6 +153,54 @@ impl SqliteSessionIndex {
                 .map_err(DatabaseError::query(action))?;
             transaction.commit().map_err(DatabaseError::query(action))?;
             Ok(RecordedActivity { activity, entry })
+        })
+    }
+
+    /// Records many sessions' activity in one transaction (one commit instead of one per
+    /// update, for turns finishing together), as [`Self::record_activity`] would each.
+    /// Says for each update whether it was recorded: false for one without a context
+    /// whose session is not indexed.
+    pub fn record_activities(&self, updates: &[ActivityUpdate]) -> Result<Vec<bool>, DatabaseError> {
+        let action = "record session activity";
+        self.database.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(DatabaseError::query(action))?;
+            let mut recorded = Vec::with_capacity(updates.len());
+            {
+                let mut context_of = transaction
+                    .prepare_cached("SELECT context FROM sessions WHERE key = ?1")
+                    .map_err(DatabaseError::query(action))?;
+                let mut upsert = transaction
+                    .prepare_cached(
+                        "INSERT INTO sessions (key, context, status, created_at, updated_at, archived_at, message_count) \
+                         VALUES (?1, ?2, 'active', ?3, ?3, NULL, ?4) \
+                         ON CONFLICT (key) DO UPDATE SET status = 'active', archived_at = NULL, \
+                         updated_at = max(updated_at, excluded.updated_at), \
+                         message_count = message_count + excluded.message_count",
+                    )
+                    .map_err(DatabaseError::query(action))?;
+                for update in updates {
+                    let context = match &update.context {
+                        Some(context) => Some(context.clone()),
+                        None => context_of
+                            .query_row([&update.key], |row| row.get::<_, String>(0))
+                            .optional()
+                            .map_err(DatabaseError::query(action))?,
+                    };
+                    let Some(context) = context else {
+                        recorded.push(false);
+                        continue;
+                    };
+                    let added = i64::try_from(update.messages_added).unwrap_or(i64::MAX);
+                    upsert
+                        .execute(params![update.key, context, update.at_unix, added])
+                        .map_err(DatabaseError::query(action))?;
+                    recorded.push(true);
+                }
+            }
+            transaction.commit().map_err(DatabaseError::query(action))?;
+            Ok(recorded)
         })
     }
 

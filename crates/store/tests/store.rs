@@ -26,7 +26,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use squidbot_core::store::{DynSessionStore, SessionStore, StoreError};
+use squidbot_core::store::{Durability, DynSessionStore, SessionStore, StoreError};
 use squidbot_core::workspace::WorkspaceFiles;
 use squidbot_store::{FsWorkspace, JsonlSessionStore, MAX_WORKSPACE_FILE_BYTES, encode_key};
 use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
@@ -102,8 +102,8 @@ async fn tree_round_trips_through_create_append_load() {
         },
         user("u3", Some("a1"), "second branch\nwith two lines", "2026-01-01T00:00:05Z"),
     ];
-    store.append("cli:local", &trunk).await.unwrap();
-    store.append("cli:local", &branches).await.unwrap();
+    store.append("cli:local", &trunk, Durability::Synced).await.unwrap();
+    store.append("cli:local", &branches, Durability::Synced).await.unwrap();
 
     let loaded = store.load("cli:local").await.unwrap().unwrap();
     assert_eq!(loaded.header, header);
@@ -123,7 +123,10 @@ async fn creating_twice_fails_and_keeps_the_first() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     create(&store, "telegram:12345", "2026-01-01T00:00:00Z").await;
-    store.append("telegram:12345", &[user("u1", None, "kept", "2026-01-01T00:00:01Z")]).await.unwrap();
+    store
+        .append("telegram:12345", &[user("u1", None, "kept", "2026-01-01T00:00:01Z")], Durability::Synced)
+        .await
+        .unwrap();
     let error = store.create(&header("telegram:12345", "2026-02-02T00:00:00Z")).await.unwrap_err();
     assert!(matches!(&error, StoreError::AlreadyExists { key } if key == "telegram:12345"), "{error}");
     assert!(error.to_string().contains("already exists"), "{error}");
@@ -137,7 +140,10 @@ async fn missing_sessions_and_invalid_keys() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     assert!(store.load("cli:nobody").await.unwrap().is_none());
-    let error = store.append("cli:nobody", &[user("u1", None, "x", "2026-01-01T00:00:01Z")]).await.unwrap_err();
+    let error = store
+        .append("cli:nobody", &[user("u1", None, "x", "2026-01-01T00:00:01Z")], Durability::Synced)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::NotFound { .. }), "{error}");
     assert!(!session_file(directory.path(), "cli:nobody").exists());
 
@@ -159,7 +165,7 @@ async fn append_after_a_torn_line_starts_a_new_line() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     create(&store, "cli:local", "2026-01-01T00:00:00Z").await;
-    store.append("cli:local", &[user("u1", None, "before", "2026-01-01T00:00:01Z")]).await.unwrap();
+    store.append("cli:local", &[user("u1", None, "before", "2026-01-01T00:00:01Z")], Durability::Synced).await.unwrap();
 
     // A crash in the middle of a write leaves half a line and no newline.
     let path = session_file(directory.path(), "cli:local");
@@ -176,7 +182,7 @@ async fn append_after_a_torn_line_starts_a_new_line() {
         user("u2", Some("u1"), "after one", "2026-01-01T00:00:03Z"),
         user("u3", Some("u2"), "after two", "2026-01-01T00:00:04Z"),
     ];
-    store.append("cli:local", &after).await.unwrap();
+    store.append("cli:local", &after, Durability::Synced).await.unwrap();
 
     let loaded = store.load("cli:local").await.unwrap().unwrap();
     let ids: Vec<&str> = loaded.entries.iter().map(|entry| entry.id.as_str()).collect();
@@ -192,7 +198,7 @@ async fn garbage_lines_are_skipped_with_warnings() {
     let directory = tempfile::tempdir().unwrap();
     let store = JsonlSessionStore::new(directory.path().to_path_buf());
     create(&store, "email:a@b.c", "2026-01-01T00:00:00Z").await;
-    store.append("email:a@b.c", &[user("u1", None, "one", "2026-01-01T00:00:01Z")]).await.unwrap();
+    store.append("email:a@b.c", &[user("u1", None, "one", "2026-01-01T00:00:01Z")], Durability::Synced).await.unwrap();
     let path = session_file(directory.path(), "email:a@b.c");
     let mut file = OpenOptions::new().append(true).open(&path).unwrap();
     file.write_all(
@@ -200,7 +206,10 @@ async fn garbage_lines_are_skipped_with_warnings() {
     )
     .unwrap();
     drop(file);
-    store.append("email:a@b.c", &[user("u2", Some("u1"), "two", "2026-01-01T00:00:02Z")]).await.unwrap();
+    store
+        .append("email:a@b.c", &[user("u2", Some("u1"), "two", "2026-01-01T00:00:02Z")], Durability::Synced)
+        .await
+        .unwrap();
 
     let loaded = store.load("email:a@b.c").await.unwrap().unwrap();
     let ids: Vec<&str> = loaded.entries.iter().map(|entry| entry.id.as_str()).collect();
@@ -229,7 +238,9 @@ async fn concurrent_appends_to_one_key_stay_intact() {
             let content = format!("task {task} ").repeat(500);
             for index in 0..APPENDS {
                 let entry = user(&format!("t{task}-{index}"), None, &content, "2026-01-01T00:00:01Z");
-                store.append_boxed("cli:local", &[entry]).await.unwrap();
+                // Synced and unsynced appends mixed: both go through the same lock.
+                let durability = if index % 2 == 0 { Durability::Written } else { Durability::Synced };
+                store.append_boxed("cli:local", &[entry], durability).await.unwrap();
             }
         }));
     }
@@ -257,7 +268,10 @@ async fn list_orders_by_update_and_previews_the_last_user_message() {
     assert!(JsonlSessionStore::new(directory.path().join("absent")).list().await.unwrap().is_empty());
 
     create(&store, "cli:old", "2026-01-01T00:00:00Z").await;
-    store.append("cli:old", &[user("u1", None, "old question", "2026-01-02T00:00:00Z")]).await.unwrap();
+    store
+        .append("cli:old", &[user("u1", None, "old question", "2026-01-02T00:00:00Z")], Durability::Synced)
+        .await
+        .unwrap();
 
     create(&store, "cli:new", "2026-01-01T00:00:00Z").await;
     let long = format!("latest\nquestion {}", "x".repeat(100));
@@ -275,6 +289,7 @@ async fn list_orders_by_update_and_previews_the_last_user_message() {
                     body: EntryBody::ModelChange { previous: "a/x".into(), new: "b/y".into() },
                 },
             ],
+            Durability::Synced,
         )
         .await
         .unwrap();

@@ -6,6 +6,7 @@ use squidbot_types::session::EntryBody;
 use super::{Agent, AgentError, AgentEvents, estimate_message_tokens};
 use crate::compactor::{self, COMPACTION_PROMPT, Pressure};
 use crate::session::Session;
+use crate::store::Durability;
 
 impl Agent {
     pub(super) async fn apply_finished_compaction(
@@ -36,7 +37,7 @@ impl Agent {
                 method: plan.pressure.method().to_owned(),
             }
         };
-        self.record(session, vec![body]).await?;
+        self.record(session, vec![body], Durability::Synced).await?;
         events.notice(&format!("condensed {} older messages into a summary", plan.condensed));
         Ok(())
     }
@@ -57,7 +58,7 @@ impl Agent {
         let overhead = prompt_tokens.saturating_sub(estimated);
         let Some(plan) = compactor::plan(session, window, overhead, pressure) else { return Ok(()) };
         if pressure == Pressure::Emergency {
-            self.record(session, vec![compactor::truncation(&plan)]).await?;
+            self.record(session, vec![compactor::truncation(&plan)], Durability::Synced).await?;
             events.notice(&format!(
                 "the conversation filled the context window; {} older messages were dropped from what the model sees",
                 plan.condensed

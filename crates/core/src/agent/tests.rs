@@ -137,6 +137,25 @@ async fn independent_read_only_calls_run_concurrently_and_results_go_back() {
 }
 
 #[tokio::test]
+async fn a_turn_syncs_before_acting_and_at_its_end_only() {
+    use crate::store::Durability::{Synced, Written};
+    let provider = FakeProvider::new(vec![calls(&[("a", "rendezvous", "{}")]), text("done"), text("again")]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Rendezvous { barrier: Arc::new(tokio::sync::Barrier::new(1)) }));
+    let (agent, store) = agent(provider, tools, 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    agent.run_turn(&mut session, "go", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let durabilities = |store: &MemorySessionStore| -> Vec<(usize, Durability)> {
+        store.appends().into_iter().map(|(ids, durability)| (ids.len(), durability)).collect()
+    };
+    // The model change and the user's message, unsynced; the tool call, synced before
+    // the tool runs; its result, unsynced (the next model call follows); the reply.
+    assert_eq!(durabilities(&store), [(2, Written), (2, Synced), (1, Written), (1, Synced)]);
+    agent.run_turn(&mut session, "once more", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(durabilities(&store)[4..], [(1, Written), (1, Synced)]);
+}
+
+#[tokio::test]
 async fn tool_failures_become_results_for_the_model() {
     let provider =
         FakeProvider::new(vec![calls(&[("a", "no_such_tool", "{}"), ("b", "rendezvous", "{oops")]), text("sorry")]);

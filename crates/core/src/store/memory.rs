@@ -5,18 +5,25 @@ use std::sync::Mutex;
 
 use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
 
-use super::{LoadedSession, SessionStore, SessionSummary, StoreError};
+use super::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
 
 /// Sessions kept in a map.
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
     sessions: Mutex<BTreeMap<String, (SessionHeader, Vec<SessionEntry>)>>,
+    /// Each append's entry ids and durability, in order, for tests of when a turn syncs.
+    appends: Mutex<Vec<(Vec<String>, Durability)>>,
 }
 
 impl MemorySessionStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Every append so far: the ids of its entries and the durability asked for.
+    pub fn appends(&self) -> Vec<(Vec<String>, Durability)> {
+        self.appends.lock().map(|appends| appends.clone()).unwrap_or_default()
     }
 
     fn poisoned(key: &str) -> StoreError {
@@ -43,10 +50,17 @@ impl SessionStore for MemorySessionStore {
         Ok(())
     }
 
-    async fn append<'a>(&'a self, key: &'a str, entries: &'a [SessionEntry]) -> Result<(), StoreError> {
+    async fn append<'a>(
+        &'a self,
+        key: &'a str,
+        entries: &'a [SessionEntry],
+        durability: Durability,
+    ) -> Result<(), StoreError> {
         let mut sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
         let (_, stored) = sessions.get_mut(key).ok_or_else(|| StoreError::NotFound { key: key.to_owned() })?;
         stored.extend_from_slice(entries);
+        let ids = entries.iter().map(|entry| entry.id.clone()).collect();
+        self.appends.lock().map_err(|_| Self::poisoned(key))?.push((ids, durability));
         Ok(())
     }
 

@@ -4,7 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use squidbot_core::store::{LoadedSession, SessionSummary, StoreError};
+use squidbot_core::store::{Durability, LoadedSession, SessionSummary, StoreError};
 
 use super::EXTENSION;
 use super::parse::{parse_session, sort_by_updated, summarize};
@@ -17,7 +17,9 @@ fn io_error(action: &'static str, key: &str, path: &Path, error: &io::Error) -> 
     StoreError::Io { action, key: key.to_owned(), reason: format!("{}: {error}", path.display()) }
 }
 
-/// Writes a new session file holding `header_line`; fails if the file exists.
+/// Writes a new session file holding `header_line`; fails if the file exists. Neither
+/// the file nor its directory entry is synced: the session's first synced append does
+/// both ([`append_lines`], [`sync_directory`]).
 pub(crate) fn create_session(directory: &Path, path: &Path, key: &str, header_line: &[u8]) -> Result<(), StoreError> {
     fs::create_dir_all(directory).map_err(|error| io_error("create", key, directory, &error))?;
     let mut file = match OpenOptions::new().write(true).create_new(true).open(path) {
@@ -27,7 +29,7 @@ pub(crate) fn create_session(directory: &Path, path: &Path, key: &str, header_li
         }
         Err(error) => return Err(io_error("create", key, path, &error)),
     };
-    if let Err(error) = file.write_all(header_line).and_then(|()| file.sync_all()) {
+    if let Err(error) = file.write_all(header_line) {
         drop(file);
         // A file without its header could never be loaded nor created again.
         if let Err(remove_error) = fs::remove_file(path) {
@@ -39,27 +41,28 @@ pub(crate) fn create_session(directory: &Path, path: &Path, key: &str, header_li
         }
         return Err(io_error("create", key, path, &error));
     }
-    sync_directory(directory).map_err(|error| io_error("create", key, directory, &error))
+    Ok(())
 }
 
 /// Makes a new directory entry durable: without this a crash can lose a file whose
 /// contents were already synced.
 #[cfg(unix)]
-fn sync_directory(directory: &Path) -> io::Result<()> {
+pub(crate) fn sync_directory(directory: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
 }
 
 /// Directories can't be opened (nor need syncing) this way outside Unix.
 #[cfg(not(unix))]
-fn sync_directory(_directory: &Path) -> io::Result<()> {
+pub(crate) fn sync_directory(_directory: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Appends `lines` (whole lines, each ending in `\n`) with one write, then syncs.
+/// Appends `lines` (whole lines, each ending in `\n`) with one write, then syncs the
+/// file's data (everything appended before too) when `durability` says so.
 ///
 /// A file whose last byte is not `\n` ends in a line torn by a crash; a `\n` goes first
 /// so the torn line stays alone (and is reported when loading) and the new lines parse.
-pub(crate) fn append_lines(path: &Path, key: &str, lines: Vec<u8>) -> Result<(), StoreError> {
+pub(crate) fn append_lines(path: &Path, key: &str, lines: Vec<u8>, durability: Durability) -> Result<(), StoreError> {
     let mut file = match OpenOptions::new().read(true).append(true).open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == ErrorKind::NotFound => {
@@ -81,10 +84,12 @@ pub(crate) fn append_lines(path: &Path, key: &str, lines: Vec<u8>) -> Result<(),
         }
         Some(_) | None => lines,
     };
-    if buffer.is_empty() {
-        return Ok(());
+    let written = if buffer.is_empty() { Ok(()) } else { file.write_all(&buffer) };
+    match durability {
+        Durability::Synced => written.and_then(|()| file.sync_data()),
+        Durability::Written => written,
     }
-    file.write_all(&buffer).and_then(|()| file.sync_data()).map_err(|error| io_error("append to", key, path, &error))
+    .map_err(|error| io_error("append to", key, path, &error))
 }
 
 /// The file's last byte, `None` when it is empty.

@@ -1,7 +1,7 @@
 //! The session index, bulletin cache and system job ledger on a real database file.
 
 use squidbot_store::{
-    Activity, Bulletin, BulletinCache, Database, JobLedger, JobRun, SessionStatus, SqliteSessionIndex,
+    Activity, ActivityUpdate, Bulletin, BulletinCache, Database, JobLedger, JobRun, SessionStatus, SqliteSessionIndex,
 };
 
 fn database() -> (tempfile::TempDir, Database) {
@@ -42,6 +42,39 @@ fn archived_sessions_resume_on_activity() {
 
     let listed: Vec<String> = index.list().unwrap().into_iter().map(|entry| entry.key).collect();
     assert_eq!(listed, vec!["cli:local".to_owned(), "telegram:1".to_owned()]);
+}
+
+#[test]
+fn activities_are_recorded_in_one_batch() {
+    let (_directory, database) = database();
+    let index = SqliteSessionIndex::new(database);
+    index.record_activity("cli:archived", "local", 50, 1).unwrap();
+    assert!(index.set_archived("cli:archived", 60).unwrap());
+    let update = |key: &str, context: Option<&str>, at_unix: i64, messages_added: u64| ActivityUpdate {
+        key: key.to_owned(),
+        context: context.map(str::to_owned),
+        at_unix,
+        messages_added,
+    };
+    let recorded = index
+        .record_activities(&[
+            update("telegram:1", Some("user:1"), 100, 0),
+            // Without a context: taken from the entry the update before made.
+            update("telegram:1", None, 110, 2),
+            update("cli:archived", None, 120, 1),
+            update("cli:unknown", None, 130, 1),
+        ])
+        .unwrap();
+    assert_eq!(recorded, vec![true, true, true, false]);
+    let telegram = index.get("telegram:1").unwrap().unwrap();
+    assert_eq!(
+        (telegram.context.as_str(), telegram.created_at, telegram.updated_at, telegram.message_count),
+        ("user:1", 100, 110, 2)
+    );
+    let resumed = index.get("cli:archived").unwrap().unwrap();
+    assert_eq!((resumed.status, resumed.archived_at, resumed.message_count), (SessionStatus::Active, None, 2));
+    assert_eq!(index.get("cli:unknown").unwrap(), None);
+    assert_eq!(index.record_activities(&[]).unwrap(), Vec::<bool>::new());
 }
 
 #[test]
