@@ -3,14 +3,17 @@
 //! modification times of the source directories and of every `SKILL.md`.
 //!
 //! When nothing changed, a discovery costs one `stat` per source directory and one per
-//! skill; a skill written while running is seen at the next call. Calls that arrive while
-//! a discovery runs share the next one instead of each doing their own.
+//! skill, and hands out the previous result itself; a skill written while running is seen
+//! at the next call. Calls that arrive while a discovery runs share the next one instead
+//! of each doing their own.
+
+mod snapshot;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
@@ -18,6 +21,7 @@ use crate::availability::{Checker, Host, Missing, SystemHost};
 use crate::bundled;
 use crate::manifest::{Manifest, SKILL_FILE, read_skill_file};
 use crate::problem::{ProblemKind, SkillProblem};
+use snapshot::{Found, Input, Snapshot, Stamp, is_racy};
 
 /// Where a skill came from; later variants take precedence over earlier ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -113,10 +117,24 @@ impl Discovery {
     }
 }
 
-/// A file or directory whose modification time is this close to when it was read
-/// may change again within the filesystem's timestamp granularity without its mtime
-/// moving (as git's "racily clean" index entries), so it is read again next time.
-const RACY_WINDOW: Duration = Duration::from_secs(2);
+/// A discovery as handed to every caller while nothing changed: the result is shared,
+/// only the problems this call found first are its own.
+#[derive(Debug, Clone)]
+pub struct SharedDiscovery {
+    /// The discovery; its `new_problems` is empty (they are in the field beside it).
+    pub discovery: Arc<Discovery>,
+    /// The problems found by reading a file in this call rather than from the cache:
+    /// what a long-running caller should warn about once.
+    pub new_problems: Vec<SkillProblem>,
+}
+
+impl SharedDiscovery {
+    /// A discovery of the caller's own, with its new problems in it.
+    pub fn into_discovery(self) -> Discovery {
+        let discovery = Arc::unwrap_or_clone(self.discovery);
+        Discovery { new_problems: self.new_problems, ..discovery }
+    }
+}
 
 struct DirectoryEntry {
     modified: SystemTime,
@@ -129,10 +147,6 @@ struct FileEntry {
     length: u64,
     read_at: SystemTime,
     result: Result<Arc<Manifest>, SkillProblem>,
-}
-
-fn is_racy(modified: SystemTime, observed_at: SystemTime) -> bool {
-    modified + RACY_WINDOW >= observed_at
 }
 
 #[derive(Default)]
@@ -152,7 +166,13 @@ pub struct SkillCatalog {
     host: Arc<dyn Host>,
     cache: Mutex<Cache>,
     flights: Flights,
+    /// The latest discovery of each group, handed out again while it holds. Apart from
+    /// the cache so checking it never waits for a discovery running meanwhile.
+    latest: Mutex<HashMap<FlightKey, Arc<Snapshot>>>,
 }
+
+/// Most groups whose latest discovery is kept; the one checked longest ago goes first.
+const MAX_SNAPSHOTS: usize = 64;
 
 /// Shares discoveries between concurrent calls: a thousand turns starting together would
 /// otherwise each stat every skill, one after the other under the cache's lock, holding a
@@ -177,7 +197,7 @@ struct FlightState {
     waiting: usize,
     /// The latest result of each group with the number of its discovery, kept for the
     /// calls waiting on it.
-    landed: Vec<(FlightKey, u64, Discovery)>,
+    landed: Vec<(FlightKey, u64, Arc<Discovery>)>,
 }
 
 /// Most results kept for waiting calls; older ones are dropped first.
@@ -206,7 +226,13 @@ impl std::fmt::Debug for SkillCatalog {
 impl SkillCatalog {
     /// A catalog over `roots`, checking requirements against this machine.
     pub fn new(roots: SkillRoots) -> Self {
-        Self { roots, host: Arc::new(SystemHost), cache: Mutex::new(Cache::default()), flights: Flights::default() }
+        Self {
+            roots,
+            host: Arc::new(SystemHost),
+            cache: Mutex::new(Cache::default()),
+            flights: Flights::default(),
+            latest: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Checks requirements against `host` instead (tests, remote hosts).
@@ -222,19 +248,39 @@ impl SkillCatalog {
 
     /// Discovers the skills of a context without a group.
     pub fn discover(&self) -> Discovery {
-        self.shared_discovery(None)
+        self.shared(None).into_discovery()
     }
 
     /// Discovers the skills of a group's context: `group` (which may not exist) sits
     /// between the user's skills and the workspace's.
     pub fn discover_with_group(&self, group: &Path) -> Discovery {
-        self.shared_discovery(Some(group))
+        self.shared(Some(group)).into_discovery()
+    }
+
+    /// Discovers the skills of a context in its `group` (`None`: not a group's) without
+    /// copying the result: while nothing changed every call gets the same one.
+    pub fn shared(&self, group: Option<&Path>) -> SharedDiscovery {
+        match self.unchanged(group, usize::MAX) {
+            Some(discovery) => SharedDiscovery { discovery, new_problems: Vec::new() },
+            None => self.shared_discovery(group),
+        }
+    }
+
+    /// The latest discovery of `group` (`None`: not a group's) if it still holds, found
+    /// with one `stat` per source directory and per skill and never waiting for a
+    /// discovery running meanwhile; `None` when it changed, is too old to trust its
+    /// requirement checks, or checking would take more than `most_stats` `stat` calls.
+    pub fn unchanged(&self, group: Option<&Path>, most_stats: usize) -> Option<Arc<Discovery>> {
+        let key: FlightKey = group.map(Path::to_path_buf);
+        let snapshot = self.latest.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned()?;
+        // Checked without the lock, so calls of other groups need not wait on these `stat`s.
+        snapshot.unchanged(most_stats).then(|| snapshot.discovery.clone())
     }
 
     /// A discovery that started after this call arrived: its own, or one another call
     /// started meanwhile. Only the call that ran it gets `new_problems`, so each problem
     /// is still reported once.
-    fn shared_discovery(&self, group: Option<&Path>) -> Discovery {
+    fn shared_discovery(&self, group: Option<&Path>) -> SharedDiscovery {
         let key: FlightKey = group.map(Path::to_path_buf);
         let flights = &self.flights;
         let mut state = flights.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -243,7 +289,7 @@ impl SkillCatalog {
             if let Some((_, _, result)) =
                 state.landed.iter().find(|(landed, number, _)| *landed == key && *number > arrived)
             {
-                return Discovery { new_problems: Vec::new(), ..result.clone() };
+                return SharedDiscovery { discovery: result.clone(), new_problems: Vec::new() };
             }
             if !state.running.contains(&key) {
                 break;
@@ -257,25 +303,51 @@ impl SkillCatalog {
         state.running.push(key.clone());
         drop(state);
         let takeoff = Takeoff { flights, key };
-        let discovery = self.discover_inner(group);
+        // One that landed between this call's own check and its flight may hold already.
+        let shared = match self.unchanged(group, usize::MAX) {
+            Some(discovery) => SharedDiscovery { discovery, new_problems: Vec::new() },
+            None => self.discover_and_remember(group, &takeoff.key),
+        };
         let mut state = flights.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.landed.retain(|(landed, _, _)| *landed != takeoff.key);
         if state.waiting > 0 {
             if state.landed.len() >= MAX_LANDED {
                 state.landed.remove(0);
             }
-            state.landed.push((
-                takeoff.key.clone(),
-                number,
-                Discovery { new_problems: Vec::new(), ..discovery.clone() },
-            ));
+            state.landed.push((takeoff.key.clone(), number, shared.discovery.clone()));
         }
         drop(state);
         drop(takeoff);
-        discovery
+        shared
     }
 
-    fn discover_inner(&self, group: Option<&Path>) -> Discovery {
+    /// A full discovery, kept as the group's latest unless one of its inputs could not be
+    /// examined.
+    fn discover_and_remember(&self, group: Option<&Path>, key: &FlightKey) -> SharedDiscovery {
+        let checked_at = Instant::now();
+        let mut inputs = Vec::new();
+        let mut discovery = self.discover_inner(group, &mut inputs);
+        let new_problems = std::mem::take(&mut discovery.new_problems);
+        let discovery = Arc::new(discovery);
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        if inputs.iter().any(|input| matches!(input.found, Found::Failed)) {
+            latest.remove(key);
+        } else {
+            if latest.len() >= MAX_SNAPSHOTS
+                && !latest.contains_key(key)
+                && let Some(oldest) =
+                    latest.iter().min_by_key(|(_, snapshot)| snapshot.checked_at).map(|(key, _)| key.clone())
+            {
+                latest.remove(&oldest);
+            }
+            latest.insert(key.clone(), Arc::new(Snapshot { discovery: discovery.clone(), inputs, checked_at }));
+        }
+        drop(latest);
+        SharedDiscovery { discovery, new_problems }
+    }
+
+    /// Discovers every source, recording each root and `SKILL.md` it looks at in `inputs`.
+    fn discover_inner(&self, group: Option<&Path>, inputs: &mut Vec<Input>) -> Discovery {
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let mut discovery = Discovery::default();
         let mut sources: Vec<(SkillSource, &Path)> = Vec::new();
@@ -300,7 +372,7 @@ impl SkillCatalog {
         let mut checker = Checker::new(self.host.as_ref());
         let mut winners: BTreeMap<String, Skill> = BTreeMap::new();
         for (source, root) in sources {
-            let children = match cache.children(root) {
+            let children = match cache.children(root, inputs) {
                 Ok(children) => {
                     cache.unreadable_roots.remove(root);
                     children
@@ -316,7 +388,7 @@ impl SkillCatalog {
             };
             for child in children.iter() {
                 let directory = root.join(child);
-                let Some(manifest) = cache.manifest(&directory, child, &mut discovery) else { continue };
+                let Some(manifest) = cache.manifest(&directory, child, &mut discovery, inputs) else { continue };
                 let missing = checker.missing(&manifest.requirements);
                 let mut skill = Skill { manifest, source, directory, missing, overrides: Vec::new() };
                 if let Some(replaced) = winners.remove(skill.name()) {
@@ -339,12 +411,20 @@ impl SkillCatalog {
 
 impl Cache {
     /// The candidate skill directories under `root`: not hidden, directories (or links
-    /// to them), sorted. Missing roots have none.
-    fn children(&mut self, root: &Path) -> Result<Arc<[OsString]>, SkillProblem> {
+    /// to them), sorted. Missing roots have none. Records how it found `root` in `inputs`.
+    fn children(&mut self, root: &Path, inputs: &mut Vec<Input>) -> Result<Arc<[OsString]>, SkillProblem> {
+        let mut input = Input { path: root.to_path_buf(), found: Found::Failed };
+        let children = self.read_children(root, &mut input.found);
+        inputs.push(input);
+        children
+    }
+
+    fn read_children(&mut self, root: &Path, found: &mut Found) -> Result<Arc<[OsString]>, SkillProblem> {
         let metadata = match std::fs::metadata(root) {
             Ok(metadata) => metadata,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 self.directories.remove(root);
+                *found = Found::Absent;
                 return Ok(Arc::from(Vec::new()));
             }
             Err(error) => return Err(SkillProblem::new(root, ProblemKind::Unreadable(error.to_string()))),
@@ -352,11 +432,13 @@ impl Cache {
         if !metadata.is_dir() {
             return Err(SkillProblem::new(root, ProblemKind::Unreadable("it is not a directory".into())));
         }
-        let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let stamp = Stamp::of(&metadata);
+        let modified = stamp.modified;
         if let Some(entry) = self.directories.get(root)
             && entry.modified == modified
             && !is_racy(entry.modified, entry.scanned_at)
         {
+            *found = Found::Present { stamp, read_at: entry.scanned_at };
             return Ok(entry.children.clone());
         }
         let scanned_at = SystemTime::now();
@@ -379,38 +461,53 @@ impl Cache {
         });
         self.directories
             .insert(root.to_path_buf(), DirectoryEntry { modified, scanned_at, children: children.clone() });
+        *found = Found::Present { stamp, read_at: scanned_at };
         Ok(children)
     }
 
     /// The parsed `SKILL.md` of `directory`, from the cache when its mtime and size
     /// are unchanged. `None` when there is no skill there or it is malformed (then the
-    /// problem is recorded in `discovery`).
-    fn manifest(&mut self, directory: &Path, child: &OsString, discovery: &mut Discovery) -> Option<Arc<Manifest>> {
+    /// problem is recorded in `discovery`). Records how it found the file in `inputs`.
+    fn manifest(
+        &mut self,
+        directory: &Path,
+        child: &OsString,
+        discovery: &mut Discovery,
+        inputs: &mut Vec<Input>,
+    ) -> Option<Arc<Manifest>> {
         let file = directory.join(SKILL_FILE);
         let metadata = match std::fs::metadata(&file) {
             Ok(metadata) => metadata,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 self.files.remove(&file);
+                inputs.push(Input { path: file, found: Found::Absent });
                 return None;
             }
             Err(error) => {
                 discovery.problems.push(SkillProblem::new(&file, ProblemKind::Unreadable(error.to_string())));
+                inputs.push(Input { path: file, found: Found::Failed });
                 return None;
             }
         };
-        let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        let length = metadata.len();
-        let cached = self.files.get(&file).filter(|entry| {
-            entry.modified == modified && entry.length == length && !is_racy(entry.modified, entry.read_at)
-        });
-        let result = match cached {
-            Some(entry) => entry.result.clone(),
+        let stamp = Stamp::of(&metadata);
+        let Stamp { modified, length } = stamp;
+        let previous = self.files.get(&file).filter(|entry| entry.modified == modified && entry.length == length);
+        let result = match previous.filter(|entry| !is_racy(entry.modified, entry.read_at)) {
+            Some(entry) => {
+                inputs.push(Input { path: file, found: Found::Present { stamp, read_at: entry.read_at } });
+                entry.result.clone()
+            }
             None => {
                 let read_at = SystemTime::now();
                 let result = parse_file(&file, &metadata, child);
-                if let Err(problem) = &result {
+                // A racy file read again with its mtime and size unchanged and found broken
+                // the same way was reported the time before.
+                if let Err(problem) = &result
+                    && !previous.is_some_and(|entry| entry.result.as_ref().err() == Some(problem))
+                {
                     discovery.new_problems.push(problem.clone());
                 }
+                inputs.push(Input { path: file.clone(), found: Found::Present { stamp, read_at } });
                 self.files.insert(file, FileEntry { modified, length, read_at, result: result.clone() });
                 result
             }

@@ -1,16 +1,18 @@
 //! The skills part of the system prompt: a `<skills>` XML block listing every skill
 //! (name, description, location, availability, what is missing), then the whole body of
 //! each available `always` skill. `SkillSections` serves it through core's
-//! `PromptSections` port.
+//! `PromptSections` port, rendering it again only when the skills or the note above them
+//! changed.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use squidbot_core::BoxFuture;
 use squidbot_core::context::{PER_FILE_CAP, Prompt, PromptSection, PromptSections, cap_file};
 use squidbot_core::workspace::WorkspaceFiles;
 
-use crate::catalog::{Discovery, Skill, SkillCatalog};
+use crate::catalog::{Discovery, SharedDiscovery, Skill, SkillCatalog};
 
 /// The note above the block; `prompts/skills.md` in the workspace overrides it.
 pub const SKILLS_PROMPT: Prompt = Prompt { name: "skills.md", default: include_str!("../prompts/skills.md") };
@@ -127,18 +129,37 @@ impl WorkspaceFiles for DirectoryFiles<'_> {
 /// Maps a context id to its group's skills directory (`None`: not a group).
 pub type GroupDirectories = Arc<dyn Fn(&str) -> Option<PathBuf> + Send + Sync>;
 
+/// Most `stat` calls the async port makes on the calling task to find the latest
+/// discovery unchanged: about a microsecond each when the kernel has the entries cached,
+/// so the task keeps its worker well under the 100 µs or so an async task should run
+/// between yields. A catalog with more skills is checked on the blocking pool.
+const INLINE_STATS: usize = 64;
+
+/// Most groups whose sections are kept rendered.
+const MAX_RENDERED: usize = 64;
+
+/// Sections rendered from one discovery with one preamble.
+struct Rendered {
+    discovery: Arc<Discovery>,
+    preamble: String,
+    sections: Arc<[PromptSection]>,
+}
+
 /// Serves the skills sections of the prompt each turn from a shared catalog.
 #[derive(Clone)]
 pub struct SkillSections {
     catalog: Arc<SkillCatalog>,
     workspace: Option<PathBuf>,
     groups: Option<GroupDirectories>,
+    /// The sections last rendered for each group (`None`: not a group's), shared by the
+    /// clones: rendering escapes every description, the most work a turn would do here.
+    rendered: Arc<Mutex<HashMap<Option<PathBuf>, Rendered>>>,
 }
 
 impl SkillSections {
     /// Sections from `catalog`.
     pub fn new(catalog: Arc<SkillCatalog>) -> Self {
-        Self { catalog, workspace: None, groups: None }
+        Self { catalog, workspace: None, groups: None, rendered: Arc::default() }
     }
 
     /// Reads the `prompts/skills.md` override from this workspace.
@@ -156,31 +177,86 @@ impl SkillSections {
     /// The sections for `context`, read synchronously; malformed skills found since the
     /// last call are logged as warnings naming the file.
     pub fn read(&self, context: &str) -> Vec<PromptSection> {
-        let group = self.groups.as_ref().and_then(|groups| groups(context));
-        let discovery = match &group {
-            Some(directory) => self.catalog.discover_with_group(directory),
-            None => self.catalog.discover(),
-        };
-        for problem in &discovery.new_problems {
+        self.read_shared(context).to_vec()
+    }
+
+    fn read_shared(&self, context: &str) -> Arc<[PromptSection]> {
+        let group = self.group(context);
+        let SharedDiscovery { discovery, new_problems } = self.catalog.shared(group.as_deref());
+        for problem in &new_problems {
             tracing::warn!(path = %problem.path.display(), problem = %problem.kind, "skipping a malformed skill");
         }
-        let preamble = match &self.workspace {
+        let preamble = self.preamble();
+        if let Some(sections) = self.rendered_before(&group, &discovery, &preamble) {
+            return sections;
+        }
+        let sections: Arc<[PromptSection]> = Arc::from(prompt_sections(&discovery, &preamble));
+        let mut rendered = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        if rendered.len() >= MAX_RENDERED
+            && !rendered.contains_key(&group)
+            && let Some(any) = rendered.keys().next().cloned()
+        {
+            rendered.remove(&any);
+        }
+        rendered.insert(group, Rendered { discovery, preamble, sections: sections.clone() });
+        sections
+    }
+
+    /// The sections for `context` when its discovery is unchanged and they were rendered
+    /// from it already, found with a few `stat` calls and without waiting on a lock held
+    /// through a discovery; `None` when reading them takes more.
+    fn read_unchanged(&self, context: &str) -> Option<Arc<[PromptSection]>> {
+        let group = self.group(context);
+        let discovery = self.catalog.unchanged(group.as_deref(), INLINE_STATS)?;
+        self.rendered_before(&group, &discovery, &self.preamble())
+    }
+
+    fn group(&self, context: &str) -> Option<PathBuf> {
+        self.groups.as_ref().and_then(|groups| groups(context))
+    }
+
+    /// The note above the block: the workspace's override, read each time so an edit
+    /// shows at the next turn (one failed `open` when there is none).
+    fn preamble(&self) -> String {
+        match &self.workspace {
             Some(workspace) => SKILLS_PROMPT.load(&DirectoryFiles(workspace)),
             None => SKILLS_PROMPT.default.to_owned(),
-        };
-        prompt_sections(&discovery, &preamble)
+        }
+    }
+
+    fn rendered_before(
+        &self,
+        group: &Option<PathBuf>,
+        discovery: &Arc<Discovery>,
+        preamble: &str,
+    ) -> Option<Arc<[PromptSection]>> {
+        let rendered = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        rendered
+            .get(group)
+            .filter(|before| Arc::ptr_eq(&before.discovery, discovery) && before.preamble == preamble)
+            .map(|before| before.sections.clone())
     }
 }
 
 impl PromptSections for SkillSections {
     fn sections<'a>(&'a self, context: &'a str) -> BoxFuture<'a, Vec<PromptSection>> {
-        let sections = self.clone();
-        let context = context.to_owned();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || sections.read(&context)).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "can't read the skills");
-                Vec::new()
-            })
+            // Most turns find nothing changed: a few `stat` calls and opening the note's
+            // override (one small file, or none) cost less here than handing the call to a
+            // blocking thread and back. Parsing skills, rendering, or waiting for a
+            // discovery another turn runs goes there.
+            if let Some(sections) = self.read_unchanged(context) {
+                return sections.to_vec();
+            }
+            let sections = self.clone();
+            let context = context.to_owned();
+            match tokio::task::spawn_blocking(move || sections.read_shared(&context)).await {
+                Ok(sections) => sections.to_vec(),
+                Err(error) => {
+                    tracing::warn!(%error, "can't read the skills");
+                    Vec::new()
+                }
+            }
         })
     }
 }

@@ -1,9 +1,12 @@
 //! `FsWorkspace`: the `WorkspaceFiles` port over a directory, refusing anything that
-//! could read outside it.
+//! could read outside it, and keeping what it read until the file changes.
 
-use std::fs::{self, File};
+use std::collections::HashMap;
+use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use squidbot_core::workspace::WorkspaceFiles;
 
@@ -13,17 +16,127 @@ pub const MAX_WORKSPACE_FILE_BYTES: u64 = 1024 * 1024;
 /// Directory levels a workspace file name may have, `prompts/system.md` being two.
 const MAX_NAME_DEPTH: usize = 2;
 
+/// Largest file kept between reads. Prompt files are a few kilobytes and a prompt keeps
+/// 20,000 characters of one at most; a bigger one is read each time rather than held by
+/// every open context's workspace.
+const MAX_CACHED_FILE_BYTES: u64 = 256 * 1024;
+
+/// Most files kept between reads; a prompt reads about a dozen names.
+const MAX_CACHED_FILES: usize = 64;
+
+/// Times a read starts over when the file it examined was replaced before it was opened.
+const MAX_ATTEMPTS: usize = 3;
+
+/// How close to being read an mtime with whole seconds may be and still be shared by a
+/// later write: such timestamps come from coarse filesystems (FAT's 2 s, ext3's 1 s).
+const COARSE_RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The same for an mtime with a sub-second part, from a filesystem keeping nanoseconds,
+/// whose granularity is the kernel's coarse clock (a tick, at most 10 ms, behind the
+/// clock `SystemTime::now` reads).
+const FINE_RACY_WINDOW: Duration = Duration::from_millis(50);
+
 /// Workspace documents (`SOUL.md`, `prompts/system.md`, …) read from a directory.
-#[derive(Debug, Clone)]
+///
+/// Each turn reads about ten names, so a file's text is kept and handed out again while a
+/// `stat` finds it the same file (device and inode) with the same mtime, status-change
+/// time and size. Where a name leads is checked on every read all the same, so a file
+/// swapped for a symlink leading out is refused at the next read, cached or not.
+#[derive(Clone)]
 pub struct FsWorkspace {
     /// The workspace directory.
     root: PathBuf,
+    /// What was read, shared by the clones.
+    cache: Arc<Mutex<Cache>>,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// The root's canonical path, for names reached through a symlink.
+    root: Option<CanonicalRoot>,
+    /// Text read, by name.
+    files: HashMap<String, CachedFile>,
+    /// Files opened so far, for tests telling a cached read from a fresh one.
+    #[cfg(test)]
+    opened: usize,
+}
+
+/// The root's canonical path and the directory it named, so it is worked out again
+/// only when the root is another directory.
+struct CanonicalRoot {
+    identity: (u64, u64),
+    path: PathBuf,
+}
+
+#[derive(Clone)]
+struct CachedFile {
+    stamp: Stamp,
+    read_at: SystemTime,
+    text: Arc<str>,
+}
+
+/// What tells one version of a file apart from another without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    /// Device and inode: which file it is (zeros where the platform has none).
+    identity: (u64, u64),
+    modified: SystemTime,
+    /// The status-change time, seconds and nanoseconds: every write moves it and, unlike
+    /// the mtime, nobody can set it back.
+    changed: (i64, i64),
+    length: u64,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(metadata: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            identity: (metadata.dev(), metadata.ino()),
+            modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            changed: (metadata.ctime(), metadata.ctime_nsec()),
+            length: metadata.len(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(metadata: &Metadata) -> Self {
+        Self {
+            identity: (0, 0),
+            modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            changed: (0, 0),
+            length: metadata.len(),
+        }
+    }
+}
+
+/// True where files have a device and inode to tell them apart by.
+const HAS_IDENTITY: bool = cfg!(unix);
+
+/// True when a file modified at `modified` and read at `observed_at` may have been
+/// written again since without its mtime moving. As with git's "racily clean" index
+/// entries: a write after the read gets an mtime no earlier than the read, less the
+/// filesystem's granularity, so only an mtime older than the read by more than that
+/// tells every later write apart. The status-change time guards against an mtime set
+/// back by hand; a write that also sets the mtime back within the same clock tick as an
+/// earlier change is the one thing this misses.
+fn is_racy(modified: SystemTime, observed_at: SystemTime) -> bool {
+    let fine = modified.duration_since(SystemTime::UNIX_EPOCH).is_ok_and(|since| since.subsec_nanos() != 0);
+    let window = if fine { FINE_RACY_WINDOW } else { COARSE_RACY_WINDOW };
+    // An mtime so far in the future that nothing can be added to it is never trusted.
+    modified.checked_add(window).is_none_or(|trusted_after| trusted_after >= observed_at)
+}
+
+impl std::fmt::Debug for FsWorkspace {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("FsWorkspace").field("root", &self.root).finish_non_exhaustive()
+    }
 }
 
 impl FsWorkspace {
     /// A workspace rooted at `root`; the directory need not exist yet.
     pub fn new(root: PathBuf) -> Self {
-        Self { root }
+        Self { root, cache: Arc::default() }
     }
 
     /// The workspace directory.
@@ -33,18 +146,35 @@ impl FsWorkspace {
 
     fn try_read(&self, name: &str) -> Result<String, Refusal> {
         check_name(name)?;
-        let root = self.root.canonicalize().map_err(Refusal::Root)?;
-        let path = root.join(name).canonicalize().map_err(Refusal::Missing)?;
-        // A symlink inside the workspace must not reach outside it.
-        if !path.starts_with(&root) {
-            return Err(Refusal::OutsideRoot);
+        let mut attempts = 1;
+        loop {
+            match self.read_once(name) {
+                Err(Refusal::Replaced) if attempts < MAX_ATTEMPTS => attempts += 1,
+                result => return result,
+            }
         }
+    }
+
+    fn read_once(&self, name: &str) -> Result<String, Refusal> {
+        let (path, metadata) = self.locate(name)?;
         // Checked before opening: opening a FIFO would block.
-        if !fs::metadata(&path).map_err(Refusal::Missing)?.is_file() {
+        if !metadata.is_file() {
             return Err(Refusal::NotRegularFile);
         }
+        let stamp = Stamp::of(&metadata);
+        if let Some(text) = self.cached(name, &stamp) {
+            return Ok(text);
+        }
+        let read_at = SystemTime::now();
         let file = File::open(&path).map_err(Refusal::Unreadable)?;
-        let size = file.metadata().map_err(Refusal::Unreadable)?.len();
+        self.count_open();
+        let opened = Stamp::of(&file.metadata().map_err(Refusal::Unreadable)?);
+        // The file opened must be the one located: a name swapped for a symlink leading
+        // out in between is not read through.
+        if opened.identity != stamp.identity {
+            return Err(Refusal::Replaced);
+        }
+        let size = opened.length;
         if size > MAX_WORKSPACE_FILE_BYTES {
             return Err(Refusal::TooLarge { size });
         }
@@ -55,8 +185,85 @@ impl FsWorkspace {
         if read > MAX_WORKSPACE_FILE_BYTES {
             return Err(Refusal::TooLarge { size: read });
         }
-        String::from_utf8(bytes).map_err(|_| Refusal::NotUtf8)
+        let text = String::from_utf8(bytes).map_err(|_| Refusal::NotUtf8)?;
+        // Kept with what `stat` said after opening and the time before: a write while
+        // reading moves the mtime to that time or later, so the entry is not trusted then.
+        if HAS_IDENTITY && size <= MAX_CACHED_FILE_BYTES {
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if cache.files.len() < MAX_CACHED_FILES || cache.files.contains_key(name) {
+                cache
+                    .files
+                    .insert(name.to_owned(), CachedFile { stamp: opened, read_at, text: Arc::from(text.as_str()) });
+            }
+        }
+        Ok(text)
     }
+
+    /// The path of `name` inside the root and what `stat` says of the file there.
+    /// A name without symlinks on the way needs no more than an `lstat` of it (and of its
+    /// directory): it can't lead out, as names hold no `..`. One with a symlink on the way
+    /// is resolved and must stay under the root's canonical path.
+    fn locate(&self, name: &str) -> Result<(PathBuf, Metadata), Refusal> {
+        let path = self.root.join(name);
+        let metadata = fs::symlink_metadata(&path).map_err(Refusal::Missing)?;
+        // Where symlinks are not the only way a name leads elsewhere (junctions), every
+        // name is resolved.
+        if cfg!(unix) && !metadata.file_type().is_symlink() && !self.directory_is_symlink(name)? {
+            return Ok((path, metadata));
+        }
+        let root = self.canonical_root()?;
+        let resolved = path.canonicalize().map_err(Refusal::Missing)?;
+        if !resolved.starts_with(&root) {
+            return Err(Refusal::OutsideRoot);
+        }
+        let metadata = fs::metadata(&resolved).map_err(Refusal::Missing)?;
+        Ok((resolved, metadata))
+    }
+
+    /// True when `name` is `DIRECTORY/FILE` and `DIRECTORY` is a symlink.
+    fn directory_is_symlink(&self, name: &str) -> Result<bool, Refusal> {
+        match Path::new(name).parent().filter(|directory| !directory.as_os_str().is_empty()) {
+            Some(directory) => {
+                Ok(fs::symlink_metadata(self.root.join(directory)).map_err(Refusal::Missing)?.file_type().is_symlink())
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The root's canonical path, worked out again only when the root or that path is
+    /// now another directory than it was.
+    fn canonical_root(&self) -> Result<PathBuf, Refusal> {
+        let identity = Stamp::of(&fs::metadata(&self.root).map_err(Refusal::Root)?);
+        let known = {
+            let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.root.as_ref().filter(|known| known.identity == identity.identity).map(|known| known.path.clone())
+        };
+        if let Some(path) = known
+            && HAS_IDENTITY
+            && fs::metadata(&path).is_ok_and(|metadata| Stamp::of(&metadata).identity == identity.identity)
+        {
+            return Ok(path);
+        }
+        let path = self.root.canonicalize().map_err(Refusal::Root)?;
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.root = Some(CanonicalRoot { identity: identity.identity, path: path.clone() });
+        Ok(path)
+    }
+
+    /// The text read before from the file `stamp` describes, unless it may have changed
+    /// since without the stamp showing it.
+    fn cached(&self, name: &str, stamp: &Stamp) -> Option<String> {
+        let cached = self.cache.lock().unwrap_or_else(PoisonError::into_inner).files.get(name).cloned()?;
+        (cached.stamp == *stamp && !is_racy(stamp.modified, cached.read_at)).then(|| String::from(&*cached.text))
+    }
+
+    #[cfg(test)]
+    fn count_open(&self) {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner).opened += 1;
+    }
+
+    #[cfg(not(test))]
+    fn count_open(&self) {}
 }
 
 impl WorkspaceFiles for FsWorkspace {
@@ -110,6 +317,8 @@ enum Refusal {
     Missing(io::Error),
     #[error("can't read a file outside the workspace (a symlink leads out)")]
     OutsideRoot,
+    #[error("can't read a file replaced while it was being opened")]
+    Replaced,
     #[error("can't read something that is not a regular file")]
     NotRegularFile,
     #[error("can't read a file of {size} bytes: the limit is {MAX_WORKSPACE_FILE_BYTES}")]
@@ -121,68 +330,4 @@ enum Refusal {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn workspace() -> (tempfile::TempDir, FsWorkspace) {
-        let directory = tempfile::tempdir().unwrap();
-        let workspace = FsWorkspace::new(directory.path().to_path_buf());
-        (directory, workspace)
-    }
-
-    #[test]
-    fn reads_top_level_and_one_directory_deep() {
-        let (directory, workspace) = workspace();
-        fs::write(directory.path().join("SOUL.md"), "be kind").unwrap();
-        fs::create_dir(directory.path().join("prompts")).unwrap();
-        fs::write(directory.path().join("prompts/system.md"), "system").unwrap();
-        assert_eq!(workspace.read("SOUL.md").as_deref(), Some("be kind"));
-        assert_eq!(workspace.read("prompts/system.md").as_deref(), Some("system"));
-    }
-
-    #[test]
-    fn refuses_names_that_are_not_plain() {
-        for name in ["", ".", "./SOUL.md", "../x", "a/../SOUL.md", "/etc/passwd"] {
-            assert!(check_name(name).is_err(), "{name:?}");
-        }
-        assert!(matches!(check_name("a/b/c.md"), Err(Refusal::TooDeep)));
-        assert!(check_name("prompts/system.md").is_ok());
-    }
-
-    #[test]
-    fn refuses_missing_files_directories_and_non_utf8() {
-        let (directory, workspace) = workspace();
-        fs::create_dir(directory.path().join("prompts")).unwrap();
-        fs::write(directory.path().join("binary.md"), [0xFF, 0xFE, 0x00]).unwrap();
-        assert_eq!(workspace.read("missing.md"), None);
-        assert_eq!(workspace.read("prompts"), None);
-        assert_eq!(workspace.read("binary.md"), None);
-    }
-
-    #[test]
-    fn reads_nothing_when_the_root_is_missing() {
-        let workspace = FsWorkspace::new(PathBuf::from("/nonexistent/squidbot-workspace"));
-        assert_eq!(workspace.read("SOUL.md"), None);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn refuses_symlinks_leading_outside() {
-        let (directory, workspace) = workspace();
-        let outside = tempfile::tempdir().unwrap();
-        fs::write(outside.path().join("secret"), "secret").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), directory.path().join("SOUL.md")).unwrap();
-        std::os::unix::fs::symlink(outside.path(), directory.path().join("prompts")).unwrap();
-        assert_eq!(workspace.read("SOUL.md"), None);
-        assert_eq!(workspace.read("prompts/secret"), None);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn follows_symlinks_that_stay_inside() {
-        let (directory, workspace) = workspace();
-        fs::write(directory.path().join("real.md"), "real").unwrap();
-        std::os::unix::fs::symlink("real.md", directory.path().join("SOUL.md")).unwrap();
-        assert_eq!(workspace.read("SOUL.md").as_deref(), Some("real"));
-    }
-}
+mod tests;

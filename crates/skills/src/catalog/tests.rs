@@ -297,3 +297,126 @@ fn bundled_skills_mention_only_real_tools() {
         }
     }
 }
+
+#[test]
+fn an_unchanged_discovery_is_handed_out_again_and_an_edit_is_seen_at_the_next_call() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    let notes = write_skill(&root, "notes", "first", "");
+    write_skill(&root, "plain", "plain", "");
+    for path in [&notes, &root.join("plain").join(SKILL_FILE), &root] {
+        age(path);
+    }
+    let catalog = catalog_with_workspace(root.clone());
+    let first = catalog.shared(None);
+    let second = catalog.shared(None);
+    assert!(Arc::ptr_eq(&first.discovery, &second.discovery), "nothing rebuilt");
+    assert!(Arc::ptr_eq(&catalog.unchanged(None, usize::MAX).unwrap(), &first.discovery));
+    assert!(catalog.unchanged(None, 2).is_none(), "three inputs are more than two stats");
+
+    std::fs::write(&notes, "---\nname: notes\ndescription: second\n---\n").unwrap();
+    assert!(catalog.unchanged(None, usize::MAX).is_none());
+    let edited = catalog.shared(None);
+    assert_eq!(edited.discovery.get("notes").unwrap().manifest.description, "second");
+    assert!(Arc::ptr_eq(
+        &edited.discovery.get("plain").unwrap().manifest,
+        &first.discovery.get("plain").unwrap().manifest
+    ));
+
+    // A group's discovery is kept apart from the one without a group.
+    let group = directory.path().join("group");
+    write_skill(&group, "grouped", "in the group", "");
+    assert!(catalog.shared(Some(&group)).discovery.get("grouped").is_some());
+    assert!(catalog.shared(None).discovery.get("grouped").is_none());
+
+    std::fs::remove_dir_all(root.join("plain")).unwrap();
+    assert!(catalog.shared(None).discovery.get("plain").is_none());
+}
+
+/// Answers whether `tool` is installed as told.
+struct SwitchHost(std::sync::atomic::AtomicBool);
+
+impl Host for SwitchHost {
+    fn has_bin(&self, name: &str) -> bool {
+        name == "tool" && self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn has_env(&self, _name: &str) -> bool {
+        false
+    }
+    fn os(&self) -> &str {
+        "linux"
+    }
+}
+
+#[test]
+fn requirement_checks_are_trusted_for_a_second() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    let file = write_skill(&root, "needs-tool", "d", "requires:\n  bins: [tool]\n");
+    age(&file);
+    age(&root);
+    let host = Arc::new(SwitchHost(std::sync::atomic::AtomicBool::new(false)));
+    let catalog =
+        SkillCatalog::new(SkillRoots { workspace: Some(root), ..SkillRoots::default() }).with_host(host.clone());
+    assert!(!catalog.discover().get("needs-tool").unwrap().available());
+    host.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(!catalog.discover().get("needs-tool").unwrap().available(), "installed a moment ago");
+
+    // A second later the checks run again.
+    let mut latest = catalog.latest.lock().unwrap();
+    let snapshot = latest.get_mut(&None).unwrap();
+    let older = snapshot::Snapshot {
+        discovery: snapshot.discovery.clone(),
+        inputs: std::mem::take(&mut Arc::get_mut(snapshot).unwrap().inputs),
+        checked_at: Instant::now() - snapshot::REQUIREMENTS_TTL,
+    };
+    *snapshot = Arc::new(older);
+    drop(latest);
+    assert!(catalog.discover().get("needs-tool").unwrap().available());
+}
+
+#[test]
+fn the_racy_window_fits_the_timestamp_granularity() {
+    let read_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    // Nanoseconds: a fine-grained filesystem, trusted once a few ticks old.
+    let fine = read_at - Duration::from_millis(10) + Duration::from_nanos(1);
+    assert!(snapshot::is_racy(fine, read_at));
+    assert!(!snapshot::is_racy(fine - Duration::from_millis(100), read_at));
+    // Whole seconds: a coarse filesystem, trusted only two seconds on.
+    let coarse = read_at - Duration::from_secs(1);
+    assert!(snapshot::is_racy(coarse, read_at));
+    assert!(!snapshot::is_racy(coarse - Duration::from_secs(2), read_at));
+    assert!(snapshot::is_racy(read_at + Duration::from_secs(60), read_at), "an mtime in the future");
+}
+
+#[test]
+fn a_skill_just_written_is_parsed_again_only_until_its_mtime_is_old_enough() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    let file = write_skill(&root, "fresh", "just written", "");
+    let broken = root.join("broken").join(SKILL_FILE);
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::write(&broken, "---\nname: broken\ndescription: [oops\n---\n").unwrap();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let catalog = catalog_with_workspace(root);
+    let first = catalog.discover();
+    let second = catalog.discover();
+    assert!(
+        !Arc::ptr_eq(&first.skills[0].manifest, &second.skills[0].manifest),
+        "a write within the same clock tick would not move the mtime"
+    );
+    assert_eq!(
+        (first.new_problems.len(), second.new_problems.len()),
+        (1, 0),
+        "read again, but broken the same way: reported once"
+    );
+    if modified.duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos() == 0 {
+        eprintln!("skipped the rest: this filesystem keeps whole seconds");
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    let settled = catalog.discover();
+    let again = catalog.shared(None);
+    assert!(Arc::ptr_eq(&settled.skills[0].manifest, &again.discovery.skills[0].manifest), "parsed once more");
+    assert!(Arc::ptr_eq(&again.discovery, &catalog.shared(None).discovery));
+}

@@ -127,3 +127,198 @@ async fn sections_port_reads_the_catalog_and_the_workspace_override() {
     let default = SkillSections::new(Arc::new(SkillCatalog::new(SkillRoots::default()))).read("owner");
     assert!(default.is_empty(), "no skills, no section");
 }
+
+/// A workspace with one local skill and the bundled ones, everything an hour old; the
+/// workspace and its sections.
+fn aged_workspace(directory: &Path) -> (PathBuf, SkillSections) {
+    let workspace = directory.join("workspace");
+    let skills = workspace.join("skills").join("local");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join("SKILL.md"), "---\nname: local\ndescription: A local skill.\n---\nbody").unwrap();
+    let catalog = Arc::new(SkillCatalog::new(SkillRoots {
+        workspace: Some(workspace.join("skills")),
+        bundled: Some(directory.join("bundled")),
+        ..SkillRoots::default()
+    }));
+    let sections = SkillSections::new(catalog).with_prompt_overrides(workspace.clone());
+    // Writes the bundled skills out, then ages them with the rest.
+    sections.read("owner");
+    age_tree(directory);
+    (workspace, sections)
+}
+
+#[test]
+fn sections_are_rendered_again_only_when_the_skills_or_the_note_change() {
+    let directory = tempfile::tempdir().unwrap();
+    let (workspace, sections) = aged_workspace(directory.path());
+    let first = sections.read_shared("owner");
+    assert!(Arc::ptr_eq(&first, &sections.read_shared("owner")), "rendered once");
+    assert_eq!(sections.read("owner"), first.to_vec());
+
+    std::fs::create_dir_all(workspace.join("prompts")).unwrap();
+    std::fs::write(workspace.join("prompts/skills.md"), "A new note.").unwrap();
+    let noted = sections.read_shared("owner");
+    assert!(noted[0].body.starts_with("A new note."), "{}", noted[0].body);
+    assert!(Arc::ptr_eq(&noted, &sections.read_shared("owner")));
+
+    std::fs::write(
+        workspace.join("skills/local/SKILL.md"),
+        "---\nname: local\ndescription: Edited just now.\n---\nbody",
+    )
+    .unwrap();
+    assert!(sections.read_shared("owner")[0].body.contains("Edited just now."));
+}
+
+#[test]
+fn unchanged_sections_come_without_the_blocking_pool() {
+    use std::task::{Context, Poll, Waker};
+    let directory = tempfile::tempdir().unwrap();
+    let (workspace, sections) = aged_workspace(directory.path());
+    sections.read("owner");
+    let runtime = tokio::runtime::Builder::new_current_thread().max_blocking_threads(1).build().unwrap();
+    let entered = runtime.enter();
+    // The only blocking thread is kept busy: a call sent there would stay pending.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let busy = tokio::task::spawn_blocking(move || held.recv());
+    let mut context = Context::from_waker(Waker::noop());
+
+    let mut unchanged = PromptSections::sections(&sections, "owner");
+    let Poll::Ready(produced) = unchanged.as_mut().poll(&mut context) else {
+        panic!("an unchanged catalog was read on the blocking pool")
+    };
+    assert_eq!(produced, sections.read("owner"));
+
+    std::fs::write(workspace.join("skills/local/SKILL.md"), "---\nname: local\ndescription: Edited.\n---\nbody")
+        .unwrap();
+    let mut changed = PromptSections::sections(&sections, "owner");
+    assert!(changed.as_mut().poll(&mut context).is_pending(), "a changed skill is read on the blocking pool");
+    release.send(()).unwrap();
+    drop(entered);
+    let produced = runtime.block_on(async {
+        busy.await.unwrap().unwrap();
+        changed.await
+    });
+    assert!(produced[0].body.contains("<description>Edited.</description>"), "{}", produced[0].body);
+}
+
+/// Process CPU time so far (user + system, every thread), from `/proc/self/stat`.
+fn process_cpu() -> std::time::Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // The kernel reports in USER_HZ, 100 on every Linux the project runs on.
+    std::time::Duration::from_millis(ticks * 10)
+}
+
+/// This thread's CPU time so far, to the nanosecond, from `/proc/thread-self/schedstat`:
+/// on a shared machine wall time also counts the time other guests hold the CPU.
+fn thread_cpu() -> std::time::Duration {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    std::time::Duration::from_nanos(schedstat.split_whitespace().next().unwrap().parse().unwrap())
+}
+
+fn age_tree(path: &Path) {
+    for entry in std::fs::read_dir(path).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            age_tree(&entry.path());
+        } else {
+            let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            std::fs::File::open(entry.path()).unwrap().set_modified(hour_ago).unwrap();
+        }
+    }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
+}
+
+/// Per-turn cost of the skills sections on a home like the gateway's (the bundled skills,
+/// a few user and workspace skills, this machine's `PATH`): during the first two seconds
+/// after the bundled skills were written, once everything is old, and 1,000 concurrent
+/// calls through the async port.
+/// Run: `cargo test --release -p squidbot-skills -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing loop: run in release with --ignored --nocapture"]
+fn timing_of_skill_sections_read() {
+    use std::time::{Duration, Instant};
+    let directory = tempfile::tempdir().unwrap();
+    let home = directory.path().join("home");
+    let workspace = home.join("workspace");
+    for (root, count) in [(home.join("skills"), 5), (workspace.join("skills"), 3)] {
+        for index in 0..count {
+            let name = format!("local-{index}-{}", root.parent().unwrap().file_name().unwrap().to_str().unwrap());
+            std::fs::create_dir_all(root.join(&name)).unwrap();
+            let requires = if index % 2 == 0 { "requires:\n  bins: [git]\n  env: [HOME]\n" } else { "" };
+            std::fs::write(
+                root.join(&name).join("SKILL.md"),
+                format!(
+                    "---\nname: {name}\ndescription: Does {name} things.\n{requires}---\n\n{}",
+                    "Do it.\n".repeat(50)
+                ),
+            )
+            .unwrap();
+        }
+    }
+    let catalog = Arc::new(SkillCatalog::new(SkillRoots {
+        bundled: Some(home.join("bundled")),
+        extra: Vec::new(),
+        user: Some(home.join("skills")),
+        workspace: Some(workspace.join("skills")),
+    }));
+    let sections = SkillSections::new(catalog).with_prompt_overrides(workspace.clone());
+
+    let started = Instant::now();
+    let cpu = thread_cpu();
+    let mut calls = 0_u32;
+    while started.elapsed() < Duration::from_secs(2) {
+        assert!(!std::hint::black_box(sections.read("owner")).is_empty());
+        calls += 1;
+    }
+    println!(
+        "fresh home, first 2 s: {calls} calls, {:?} wall and {:?} cpu per call",
+        started.elapsed() / calls,
+        (thread_cpu() - cpu) / calls
+    );
+
+    age_tree(&home);
+    sections.read("owner");
+    let rounds = 20_000;
+    let cpu = thread_cpu();
+    let started = Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(sections.read("owner"));
+    }
+    println!(
+        "steady, sync read: {:?} wall and {:?} cpu per call",
+        started.elapsed() / rounds,
+        (thread_cpu() - cpu) / rounds
+    );
+
+    // The crate's tokio has no multi-threaded runtime; one async worker with the blocking
+    // pool beside it still shows what the hand-off costs.
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let sections = Arc::new(sections.clone());
+        let batches = 20;
+        let cpu = process_cpu();
+        let started = Instant::now();
+        runtime.block_on(async {
+            for _ in 0..batches {
+                let tasks: Vec<_> = (0..1000)
+                    .map(|_| {
+                        let sections = sections.clone();
+                        tokio::spawn(async move { PromptSections::sections(&*sections, "owner").await.len() })
+                    })
+                    .collect();
+                for task in tasks {
+                    assert!(task.await.unwrap() > 0);
+                }
+            }
+        });
+        let turns = batches * 1000;
+        println!(
+            "steady, 1,000 concurrent async calls: {:?} wall and {:?} cpu per call",
+            started.elapsed() / turns,
+            (process_cpu() - cpu) / turns
+        );
+    }
+}
