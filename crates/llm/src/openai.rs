@@ -1,15 +1,15 @@
 //! The OpenAI chat-completions adapter, also used for every OpenAI-compatible server.
 
+mod request;
 mod response;
 
 use std::future::Future;
 
-use serde_json::{Map, Value, json};
 use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StreamSink};
-use squidbot_types::ChatMessage;
 
 use crate::http::{self, Endpoint, Flow, KeyHeader, StreamEnd, Transport};
-use crate::images::{Images, Shown};
+use crate::images::Images;
+use request::RequestBody;
 use response::StreamState;
 
 /// Talks to `POST {api_base}/chat/completions`.
@@ -31,7 +31,7 @@ impl OpenAiProvider {
 
     async fn run(&self, request: &CompletionRequest, sink: &dyn StreamSink) -> Result<Completion, ProviderError> {
         let images = Images::load(&request.messages, self.transport.vision()).await;
-        let body = request_body(request, &images);
+        let body = RequestBody::new(request, &images);
         let response = self.transport.post("chat/completions", &body).await?;
         if !(request.stream && http::is_event_stream(&response)) {
             return self
@@ -74,91 +74,16 @@ impl LlmProvider for OpenAiProvider {
     }
 }
 
-/// The JSON body of one chat-completions request.
-fn request_body(request: &CompletionRequest, images: &Images) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    messages.extend(request.messages.iter().map(|message| message_json(message, images)));
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("max_tokens".into(), json!(request.max_tokens));
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if request.stream {
-        body.insert("stream".into(), json!(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    Value::Object(body)
-}
-
-fn message_json(message: &ChatMessage, images: &Images) -> Value {
-    match message {
-        ChatMessage::User { content, images: attached } if !attached.is_empty() => {
-            let (text, sent) = images.parts(content, attached);
-            if sent.is_empty() {
-                return json!({"role": "user", "content": text});
-            }
-            let mut parts = Vec::with_capacity(sent.len() + 1);
-            if !text.trim().is_empty() {
-                parts.push(json!({"type": "text", "text": text}));
-            }
-            parts.extend(sent.into_iter().map(|(media_type, data)| {
-                json!({"type": "image_url", "image_url": {"url": Shown::data_url(media_type, data)}})
-            }));
-            json!({"role": "user", "content": parts})
-        }
-        ChatMessage::User { content, .. } => json!({"role": "user", "content": content}),
-        ChatMessage::Assistant { content, tool_calls } => {
-            if tool_calls.is_empty() {
-                return json!({"role": "assistant", "content": content});
-            }
-            let calls: Vec<Value> = tool_calls
-                .iter()
-                .map(|call| {
-                    // Servers that parse arguments choke on an empty string; `{}` means the same.
-                    let arguments = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
-                    json!({
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": arguments},
-                    })
-                })
-                .collect();
-            let content = if content.is_empty() { Value::Null } else { json!(content) };
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
-        }
-        ChatMessage::Tool { call_id, content, .. } => {
-            json!({"role": "tool", "tool_call_id": call_id, "content": content})
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use squidbot_types::{ToolCall, ToolSpec};
+    use serde_json::{Value, json};
+    use squidbot_types::{ChatMessage, ToolCall, ToolSpec};
 
     use super::*;
+
+    fn request_body(request: &CompletionRequest, images: &Images) -> Value {
+        serde_json::to_value(RequestBody::new(request, images)).unwrap()
+    }
 
     fn request(stream: bool) -> CompletionRequest {
         CompletionRequest {
