@@ -10,6 +10,7 @@
 mod cron;
 pub mod frame;
 pub(crate) mod methods;
+mod outbox;
 mod translate;
 mod workers;
 
@@ -22,21 +23,19 @@ use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 use squidbot_core::events::{Filter, Subscription, Watchlist};
 use tokio::sync::mpsc;
 
 use crate::Gateway;
 use frame::{ClientFrame, ErrorCode, FrameError, MethodError};
+use outbox::{MAX_WRITE_BUFFER, OUT_QUEUE, Outbox, WRITE_BUFFER};
 
 /// Protocol versions spoken.
 pub const PROTOCOL_MIN: u64 = 3;
 /// The newest protocol version.
 pub const PROTOCOL_MAX: u64 = 4;
-
-/// Frames queued for a client before it counts as not reading.
-const OUT_QUEUE: usize = 1024;
 
 /// Interval of `tick` events.
 const TICK: Duration = Duration::from_secs(15);
@@ -55,21 +54,24 @@ pub async fn root(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     match upgrade {
-        Ok(upgrade) => {
-            upgrade
-                .max_message_size(MAX_WIRE_MESSAGE)
-                .max_frame_size(MAX_WIRE_MESSAGE)
-                // Small buffers per connection: the defaults (128 KiB, zero-filled) add up to
-                // hundreds of MB with a thousand clients.
-                .read_buffer_size(4096)
-                .write_buffer_size(0)
-                .on_upgrade(move |socket| {
-                    let connections = gateway.connections.clone();
-                    connections.track_future(serve(gateway, socket, peer))
-                })
-        }
+        Ok(upgrade) => configured(upgrade).on_upgrade(move |socket| {
+            let connections = gateway.connections.clone();
+            connections.track_future(serve(gateway, socket, peer))
+        }),
         Err(_) => crate::ui::index().await,
     }
+}
+
+/// The WebSocket layer's limits and buffers for a client.
+fn configured(upgrade: WebSocketUpgrade) -> WebSocketUpgrade {
+    upgrade
+        .max_message_size(MAX_WIRE_MESSAGE)
+        .max_frame_size(MAX_WIRE_MESSAGE)
+        // Small buffers per connection: the defaults (128 KiB, zero-filled) add up to
+        // hundreds of MB with a thousand clients. The write buffer grows on demand.
+        .read_buffer_size(4096)
+        .write_buffer_size(WRITE_BUFFER)
+        .max_write_buffer_size(MAX_WRITE_BUFFER)
 }
 
 async fn sleep_until_or_never(deadline: Option<std::time::Instant>) {
@@ -114,8 +116,7 @@ pub(crate) struct Connection {
     gateway: Arc<Gateway>,
     peer: SocketAddr,
     conn_id: String,
-    out: mpsc::Sender<Message>,
-    seq: u64,
+    outbox: Outbox,
     protocol: u64,
     access: Access,
     scopes: Vec<String>,
@@ -123,35 +124,25 @@ pub(crate) struct Connection {
     /// until the handshake succeeded.
     watched: Option<Watchlist>,
     runs: translate::Runs,
-    not_reading: bool,
 }
 
 async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
     gateway.ws_open.fetch_add(1, Ordering::Relaxed);
     gateway.metrics.ws_connected();
     let _open = OpenGuard(gateway.clone());
-    let (mut sink, mut stream) = socket.split();
-    let (out, mut queue) = mpsc::channel::<Message>(OUT_QUEUE);
-    let writer = tokio::spawn(async move {
-        while let Some(message) = queue.recv().await {
-            let closing = matches!(message, Message::Close(_));
-            if sink.send(message).await.is_err() || closing {
-                break;
-            }
-        }
-    });
+    let (sink, mut stream) = socket.split();
+    let (out, queue) = mpsc::channel::<Message>(OUT_QUEUE);
+    let writer = tokio::spawn(outbox::write(sink, queue));
     let mut connection = Connection {
         gateway: gateway.clone(),
         peer,
         conn_id: squidbot_core::ids::session_id(),
-        out,
-        seq: 0,
+        outbox: Outbox::new(out),
         protocol: PROTOCOL_MAX,
         access: Access::Read,
         scopes: Vec::new(),
         watched: None,
         runs: translate::Runs::default(),
-        not_reading: false,
     };
     let stop = match connection.handshake(&mut stream).await {
         Ok(()) => {
@@ -168,7 +159,7 @@ async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
             writer.abort();
         }
         Stop::Close(code, reason) => {
-            connection.push(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from_static(reason) })));
+            connection.outbox.push(Message::Close(Some(CloseFrame { code, reason: Utf8Bytes::from_static(reason) })));
             drop(connection);
             let _finished = tokio::time::timeout(Duration::from_secs(5), writer).await;
         }
@@ -180,45 +171,23 @@ async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
 }
 
 impl Connection {
-    /// Queues a frame; a full queue marks the client as not reading.
-    fn push(&mut self, message: Message) {
-        if self.not_reading {
-            return;
-        }
-        if self.out.try_send(message).is_err() {
-            self.not_reading = true;
-        }
-    }
-
-    fn send_text(&mut self, text: String) {
-        self.push(Message::Text(text.into()));
-    }
-
-    pub(crate) fn send_event(&mut self, name: &str, payload: Value) {
-        self.seq += 1;
-        let text = frame::event(name, payload, self.seq);
-        self.send_text(text);
-    }
-
     fn respond(&mut self, id: &str, result: Result<Value, MethodError>) {
-        let text = match result {
-            Ok(payload) => frame::ok_response(id, payload),
-            Err(error) => frame::error_response(Some(id), &error),
-        };
-        self.send_text(text);
+        match result {
+            Ok(payload) => self.outbox.respond_ok(id, &payload),
+            Err(error) => self.outbox.respond_error(Some(id), &error),
+        }
     }
 
     fn frame_error(&mut self, error: &FrameError) {
         self.gateway.metrics.error("ws_frame");
         tracing::debug!(peer = %self.peer, %error, "bad WebSocket frame");
-        let text = frame::error_response(error.request_id(), &MethodError::invalid(error.to_string()));
-        self.send_text(text);
+        self.outbox.respond_error(error.request_id(), &MethodError::invalid(error.to_string()));
     }
 
     /// Sends the challenge and waits for a valid `connect`.
     async fn handshake(&mut self, stream: &mut futures_util::stream::SplitStream<WebSocket>) -> Result<(), Stop> {
         let nonce = squidbot_core::ids::session_id();
-        self.send_event("connect.challenge", json!({"nonce": nonce, "ts": unix_ms()}));
+        self.outbox.send_event("connect.challenge", &json!({"nonce": nonce, "ts": unix_ms()}));
         let deadline = tokio::time::sleep(CONNECT_TIMEOUT);
         tokio::pin!(deadline);
         loop {
@@ -369,7 +338,7 @@ impl Connection {
     ) -> Stop {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
         loop {
-            if self.not_reading {
+            if self.outbox.not_reading() {
                 return Stop::NotReading;
             }
             let flush_at = self.runs.next_flush();
@@ -388,7 +357,7 @@ impl Connection {
                     return Stop::Close(1012, "gateway restarting");
                 }
                 () = sleep_until_or_never(flush_at) => self.flush_due(),
-                _ = tick.tick() => self.send_event("tick", json!({"ts": unix_ms()})),
+                _ = tick.tick() => self.outbox.send_event("tick", &json!({"ts": unix_ms()})),
                 message = stream.next() => {
                     let text = match message {
                         None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Stop::Gone,

@@ -1,7 +1,9 @@
-//! Client frames of the OpenClaw gateway protocol, parsed without trusting anything: every
-//! malformed input is a [`FrameError`] that names the problem, never a panic.
+//! Frames of the OpenClaw gateway protocol: client frames, parsed without trusting anything
+//! (every malformed input is a [`FrameError`] that names the problem, never a panic), and
+//! the `res` and `event` envelopes the server writes.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// Largest frame before `connect` succeeded.
 pub const MAX_PRE_AUTH_BYTES: usize = 64 * 1024;
@@ -183,31 +185,76 @@ impl MethodError {
         self
     }
 
-    fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code.as_str(), "message": self.message});
-        if let Some(details) = &self.details {
-            error["details"] = details.clone();
-        }
-        if self.code == ErrorCode::Unavailable || self.code == ErrorCode::RateLimited {
-            error["retryable"] = Value::Bool(self.code == ErrorCode::RateLimited);
-        }
-        error
+    /// The `error` object of the frame.
+    fn body(&self) -> ErrorBody<'_> {
+        let retryable = match self.code {
+            ErrorCode::Unavailable => Some(false),
+            ErrorCode::RateLimited => Some(true),
+            ErrorCode::InvalidRequest
+            | ErrorCode::Forbidden
+            | ErrorCode::NotFound
+            | ErrorCode::Conflict
+            | ErrorCode::Internal => None,
+        };
+        ErrorBody { code: self.code.as_str(), details: self.details.as_ref(), message: &self.message, retryable }
     }
 }
 
+// The frames below are written straight from borrowed data: building a `Value` tree first
+// and printing it through `Display` cost more than the rest of a turn's frame handling.
+// Fields are declared in the order the wire has always had them (alphabetical: a
+// `serde_json::Map` without `preserve_order` sorts its keys), so the bytes did not change
+// either.
+
+/// The `error` object of a `res ok:false`.
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Value>,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retryable: Option<bool>,
+}
+
+/// `{type:"res", id, ok, payload | error}`.
+#[derive(Serialize)]
+struct ResponseFrame<'a, P: ?Sized> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorBody<'a>>,
+    /// `null` when the request's id could not be read.
+    id: Option<&'a str>,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<&'a P>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// `{type:"event", event, payload, seq}`.
+#[derive(Serialize)]
+struct EventFrame<'a, P: ?Sized> {
+    event: &'a str,
+    payload: &'a P,
+    seq: u64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
 /// `res ok:true`.
-pub fn ok_response(id: &str, payload: Value) -> String {
-    json!({"type": "res", "id": id, "ok": true, "payload": payload}).to_string()
+pub fn ok_response<P: Serialize + ?Sized>(id: &str, payload: &P) -> Result<String, serde_json::Error> {
+    serde_json::to_string(&ResponseFrame { error: None, id: Some(id), ok: true, payload: Some(payload), kind: "res" })
 }
 
 /// `res ok:false`; an unknown id is sent as `null`.
-pub fn error_response(id: Option<&str>, error: &MethodError) -> String {
-    json!({"type": "res", "id": id, "ok": false, "error": error.to_json()}).to_string()
+pub fn error_response(id: Option<&str>, error: &MethodError) -> Result<String, serde_json::Error> {
+    let frame = ResponseFrame::<Value> { error: Some(error.body()), id, ok: false, payload: None, kind: "res" };
+    serde_json::to_string(&frame)
 }
 
 /// `event` with the connection's sequence number.
-pub fn event(name: &str, payload: Value, seq: u64) -> String {
-    json!({"type": "event", "event": name, "payload": payload, "seq": seq}).to_string()
+pub fn event<P: Serialize + ?Sized>(name: &str, payload: &P, seq: u64) -> Result<String, serde_json::Error> {
+    serde_json::to_string(&EventFrame { event: name, payload, seq, kind: "event" })
 }
 
 /// A string parameter, `None` when absent.
@@ -239,6 +286,8 @@ pub fn optional_u64(params: &Map<String, Value>, key: &str) -> Result<Option<u64
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -274,16 +323,74 @@ mod tests {
     #[test]
     fn responses_carry_codes_and_details() {
         let error = MethodError::new(ErrorCode::Forbidden, "no").with_details(json!({"code": "MISSING_SCOPE"}));
-        let text = error_response(Some("4"), &error);
+        let text = error_response(Some("4"), &error).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["ok"], false);
         assert_eq!(value["error"]["code"], "FORBIDDEN");
         assert_eq!(value["error"]["details"]["code"], "MISSING_SCOPE");
-        let value: Value =
-            serde_json::from_str(&error_response(Some("5"), &MethodError::new(ErrorCode::NotFound, "gone"))).unwrap();
+        let text = error_response(Some("5"), &MethodError::new(ErrorCode::NotFound, "gone")).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!((value["error"]["code"].as_str(), value["error"].get("retryable")), (Some("NOT_FOUND"), None));
         assert_eq!(ErrorCode::Conflict.as_str(), "CONFLICT");
-        let value: Value = serde_json::from_str(&event("tick", json!({"ts": 1}), 3)).unwrap();
+        let value: Value = serde_json::from_str(&event("tick", &json!({"ts": 1}), 3).unwrap()).unwrap();
         assert_eq!((value["type"].as_str(), value["seq"].as_u64()), (Some("event"), Some(3)));
+    }
+
+    fn parsed(text: &str) -> Value {
+        serde_json::from_str(text).unwrap_or_else(|error| panic!("{error}: {text}"))
+    }
+
+    /// The envelopes as they were built before they were typed: `json!` trees.
+    #[test]
+    fn envelopes_keep_the_shape_of_the_json_trees_they_replaced() {
+        let payload = json!({"runId": "r1", "nested": {"list": [1, "two", null]}, "text": "a \"quoted\"\nline ü"});
+        assert_eq!(
+            parsed(&event("agent", &payload, 42).unwrap()),
+            json!({"type": "event", "event": "agent", "payload": payload, "seq": 42})
+        );
+        assert_eq!(
+            parsed(&ok_response("1:a", &payload).unwrap()),
+            json!({"type": "res", "id": "1:a", "ok": true, "payload": payload})
+        );
+        let details = json!({"code": "RATE_LIMITED", "retryAfterMs": 1500});
+        for (code, retryable) in [
+            (ErrorCode::InvalidRequest, None),
+            (ErrorCode::Forbidden, None),
+            (ErrorCode::Unavailable, Some(false)),
+            (ErrorCode::NotFound, None),
+            (ErrorCode::Conflict, None),
+            (ErrorCode::RateLimited, Some(true)),
+            (ErrorCode::Internal, None),
+        ] {
+            for (id, details) in [(Some("7"), None), (None, Some(details.clone()))] {
+                let mut error = MethodError::new(code, "can't run: busy");
+                let mut expected = json!({"code": code.as_str(), "message": "can't run: busy"});
+                if let Some(details) = details {
+                    error = error.with_details(details.clone());
+                    expected["details"] = details;
+                }
+                if let Some(retryable) = retryable {
+                    expected["retryable"] = Value::Bool(retryable);
+                }
+                assert_eq!(
+                    parsed(&error_response(id, &error).unwrap()),
+                    json!({"type": "res", "id": id, "ok": false, "error": expected}),
+                    "{code:?}"
+                );
+            }
+        }
+    }
+
+    /// Without `preserve_order` a `Value` writes its keys sorted; the typed frames declare
+    /// their fields in that order, so not even the bytes changed.
+    #[test]
+    fn envelopes_are_byte_for_byte_what_the_json_trees_printed() {
+        let payload = json!({"b": 1, "a": [true]});
+        let tree = json!({"type": "event", "event": "chat", "payload": payload, "seq": 9});
+        if tree.as_object().and_then(|object| object.keys().next()).map(String::as_str) == Some("event") {
+            assert_eq!(event("chat", &payload, 9).unwrap(), tree.to_string());
+            let tree = json!({"type": "res", "id": "x", "ok": true, "payload": payload});
+            assert_eq!(ok_response("x", &payload).unwrap(), tree.to_string());
+        }
     }
 }

@@ -2,14 +2,24 @@
 //! request. The events come from the shared stream, so a connection shows exactly what
 //! the API and the UI show.
 
+mod wire;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use squidbot_core::events::{RunEnd, TurnEvent, TurnEventKind};
 
 use super::Connection;
+use super::frame::{ErrorCode, MethodError};
+use super::outbox::Outbox;
+use wire::{
+    AbortedMeta, AgentMeta, AgentOutcome, AgentPayload, AssistantMessage, AssistantText, BackgroundMark, BusMark,
+    ChatPayload, FileHandedOver, FinishedMeta, LifecycleEnd, LifecycleError, LifecycleModel, LifecycleStart,
+    ModelCallUsage, Notice, TokenUsage, ToolResult, ToolStart,
+};
 
 /// Events a connection may receive.
 pub const EVENTS: &[&str] = &["connect.challenge", "tick", "agent", "chat", "health"];
@@ -36,11 +46,31 @@ impl RunView {
     fn pending(&self) -> bool {
         self.sent < self.text.len()
     }
+
+    /// Sends the text not yet sent, as an `agent` `assistant` and a `chat` `delta` event.
+    fn flush(&mut self, out: &mut Outbox, protocol: u64) {
+        if !self.pending() {
+            return;
+        }
+        let Some(latest) = &self.latest else { return };
+        let whole = self.text.as_str();
+        let delta = whole.get(self.sent..).unwrap_or_default();
+        agent_event(out, latest, "assistant", AssistantText { delta, text: whole });
+        let mut chat = ChatPayload::new(latest, "delta");
+        chat.message = Some(AssistantMessage::new(whole, latest.at_ms));
+        if protocol >= 4 {
+            chat.delta_text = Some(delta);
+        }
+        out.send_event("chat", &chat);
+        self.sent = self.text.len();
+        self.last_flush = Some(Instant::now());
+    }
 }
 
 /// Runs seen by one connection.
 #[derive(Debug, Default)]
 pub struct Runs {
+    /// Runs with streamed text or a waiting `agent` request, by run id.
     views: HashMap<String, RunView>,
 }
 
@@ -58,10 +88,190 @@ impl Runs {
             .map(|view| view.last_flush.map_or_else(Instant::now, |last| last + DELTA_WINDOW))
             .min()
     }
+
+    /// Sends the coalesced text whose window has passed.
+    pub(crate) fn flush_due(&mut self, out: &mut Outbox, protocol: u64) {
+        let now = Instant::now();
+        for view in self.views.values_mut() {
+            if view.last_flush.is_none_or(|last| now >= last + DELTA_WINDOW) {
+                view.flush(out, protocol);
+            }
+        }
+    }
+
+    /// Sends what `event` means to a client speaking `protocol`.
+    pub(crate) fn forward(&mut self, event: &Arc<TurnEvent>, out: &mut Outbox, protocol: u64) {
+        // Text held back goes out before anything else of its run, so the client sees it in
+        // order; an event that ends what the client shows of the run also forgets the run.
+        let request = match &event.kind {
+            TurnEventKind::Delta { .. } => None,
+            TurnEventKind::Finished { .. }
+            | TurnEventKind::Aborted { .. }
+            | TurnEventKind::Failed { .. }
+            | TurnEventKind::Background { .. }
+            | TurnEventKind::BusMessage { .. } => self.views.remove(&event.run_id).and_then(|mut view| {
+                view.flush(out, protocol);
+                view.request
+            }),
+            TurnEventKind::Started { .. }
+            | TurnEventKind::StreamReset
+            | TurnEventKind::ModelCall { .. }
+            | TurnEventKind::ToolStarted { .. }
+            | TurnEventKind::ToolFinished { .. }
+            | TurnEventKind::Warning { .. }
+            | TurnEventKind::Notice { .. }
+            | TurnEventKind::File { .. } => {
+                if let Some(view) = self.views.get_mut(&event.run_id) {
+                    view.flush(out, protocol);
+                }
+                None
+            }
+        };
+        match &event.kind {
+            TurnEventKind::Started { model, .. } => {
+                let (provider, model) = split_model(model);
+                agent_event(out, event, "lifecycle", LifecycleStart { phase: "start", started_at: event.at_ms });
+                agent_event(out, event, "lifecycle", LifecycleModel { model, phase: "model", provider });
+            }
+            TurnEventKind::Delta { text } => {
+                // The run id is copied once per run, not once per piece of text.
+                let view = match self.views.get_mut(&event.run_id) {
+                    Some(view) => view,
+                    None => self.views.entry(event.run_id.clone()).or_default(),
+                };
+                view.text.push_str(text);
+                view.latest = Some(event.clone());
+                if view.last_flush.is_none_or(|last| last.elapsed() >= DELTA_WINDOW) {
+                    view.flush(out, protocol);
+                }
+            }
+            TurnEventKind::StreamReset => {
+                if let Some(view) = self.views.get_mut(&event.run_id) {
+                    view.text.clear();
+                    view.sent = 0;
+                }
+                agent_event(out, event, "assistant", json!({"text": "", "delta": "", "replace": true}));
+            }
+            TurnEventKind::ModelCall { model, usage, ok, duration } => {
+                let data = ModelCallUsage {
+                    duration_ms: duration.as_millis() as u64,
+                    input_tokens: usage.input_tokens,
+                    model,
+                    ok: *ok,
+                    output_tokens: usage.output_tokens,
+                };
+                agent_event(out, event, "usage", data);
+            }
+            TurnEventKind::ToolStarted { call_id, name, arguments } => {
+                let args =
+                    serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| Value::String(arguments.clone()));
+                agent_event(out, event, "tool", ToolStart { args, name, phase: "start", tool_call_id: call_id });
+            }
+            TurnEventKind::ToolFinished { call_id, name, is_error, duration } => {
+                let data = ToolResult {
+                    duration_ms: duration.as_millis() as u64,
+                    is_error: *is_error,
+                    name,
+                    phase: "result",
+                    tool_call_id: call_id,
+                };
+                agent_event(out, event, "tool", data);
+            }
+            TurnEventKind::Warning { message } | TurnEventKind::Notice { message } => {
+                agent_event(out, event, "notice", Notice { message });
+            }
+            TurnEventKind::File { path, name, mime } => {
+                agent_event(out, event, "file", FileHandedOver { mime_type: mime, name, path });
+            }
+            TurnEventKind::Finished { reply, end, usage, model, tool_calls, duration } => {
+                let stop_reason = match end {
+                    RunEnd::Completed => "stop",
+                    RunEnd::MaxTurns => "max_turns",
+                };
+                let usage = TokenUsage::from(usage);
+                let lifecycle = LifecycleEnd {
+                    aborted: false,
+                    ended_at: event.at_ms,
+                    phase: "end",
+                    stop_reason,
+                    tool_calls: Some(*tool_calls),
+                };
+                agent_event(out, event, "lifecycle", lifecycle);
+                let mut chat = ChatPayload::new(event, "final");
+                chat.message = Some(AssistantMessage::new(reply, event.at_ms));
+                chat.usage = Some(usage);
+                chat.stop_reason = Some(stop_reason);
+                out.send_event("chat", &chat);
+                if let Some(request) = request {
+                    let (provider, model) = split_model(model);
+                    let meta = FinishedMeta {
+                        agent_meta: AgentMeta { model, provider, session_key: &event.session_key, usage },
+                        duration_ms: duration.as_millis() as u64,
+                        stop_reason,
+                    };
+                    out.respond_ok(&request, &AgentOutcome::new(&event.run_id, "ok", "completed", reply, meta));
+                }
+            }
+            TurnEventKind::Aborted { partial, duration } => {
+                let lifecycle = LifecycleEnd {
+                    aborted: true,
+                    ended_at: event.at_ms,
+                    phase: "end",
+                    stop_reason: "aborted",
+                    tool_calls: None,
+                };
+                agent_event(out, event, "lifecycle", lifecycle);
+                let mut chat = ChatPayload::new(event, "aborted");
+                chat.message = Some(AssistantMessage::new(partial, event.at_ms));
+                chat.stop_reason = Some("aborted");
+                out.send_event("chat", &chat);
+                if let Some(request) = request {
+                    let meta = AbortedMeta { aborted: true, duration_ms: duration.as_millis() as u64 };
+                    out.respond_ok(&request, &AgentOutcome::new(&event.run_id, "aborted", "aborted", partial, meta));
+                }
+            }
+            TurnEventKind::Background { worker_id, agent, status, text, worker_session } => {
+                // A message of its own outside any turn: a `chat` final the client shows
+                // like a reply, marked so it can tell it came from background work.
+                let mut chat = ChatPayload::new(event, "final");
+                chat.message = Some(AssistantMessage::new(text, event.at_ms));
+                chat.stop_reason = Some("background");
+                chat.background = Some(BackgroundMark {
+                    agent,
+                    correlation_id: &event.correlation_id,
+                    status,
+                    worker_id,
+                    worker_session,
+                });
+                out.send_event("chat", &chat);
+            }
+            TurnEventKind::BusMessage { message_id, from, role, priority, text } => {
+                // A message of its own outside any turn, like a background result, marked
+                // so the client can tell which agent sent it.
+                let mut chat = ChatPayload::new(event, "final");
+                chat.message = Some(AssistantMessage::new(text, event.at_ms));
+                chat.stop_reason = Some("bus");
+                chat.bus = Some(BusMark { correlation_id: &event.correlation_id, from, message_id, priority, role });
+                out.send_event("chat", &chat);
+            }
+            TurnEventKind::Failed { error, .. } => {
+                agent_event(out, event, "lifecycle", LifecycleError { ended_at: event.at_ms, error, phase: "error" });
+                let mut chat = ChatPayload::new(event, "error");
+                chat.error_message = Some(error);
+                chat.error_kind = Some("agent");
+                out.send_event("chat", &chat);
+                if let Some(request) = request {
+                    let failure = MethodError::new(ErrorCode::Unavailable, format!("the turn failed: {error}"));
+                    out.respond_error(Some(&request), &failure);
+                }
+            }
+        }
+    }
 }
 
-fn assistant_message(text: &str, at_ms: i64) -> Value {
-    json!({"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": at_ms})
+/// Sends an `agent` event of `stream`.
+fn agent_event(out: &mut Outbox, event: &TurnEvent, stream: &'static str, data: impl Serialize) {
+    out.send_event("agent", &AgentPayload::new(event, stream, data));
 }
 
 fn split_model(model: &str) -> (&str, &str) {
@@ -69,204 +279,16 @@ fn split_model(model: &str) -> (&str, &str) {
 }
 
 impl Connection {
-    fn agent_event(&mut self, event: &TurnEvent, stream: &str, data: Value) {
-        let payload = json!({
-            "runId": event.run_id, "sessionKey": event.session_key, "agentId": "main",
-            "stream": stream, "data": data, "seq": event.seq, "ts": event.at_ms,
-        });
-        self.send_event("agent", payload);
-    }
-
-    fn chat_event(&mut self, event: &TurnEvent, state: &str, extra: Value) {
-        let mut payload = json!({
-            "runId": event.run_id, "sessionKey": event.session_key, "agentId": "main",
-            "seq": event.seq, "state": state,
-        });
-        if let (Some(payload), Value::Object(extra)) = (payload.as_object_mut(), extra) {
-            payload.extend(extra);
-        }
-        self.send_event("chat", payload);
-    }
-
-    /// Sends the text of `run_id` not yet sent.
-    fn flush(&mut self, run_id: &str) {
-        let Some(view) = self.runs.views.get_mut(run_id) else { return };
-        let Some(latest) = view.latest.clone().filter(|_| view.pending()) else { return };
-        let delta = view.text.get(view.sent..).unwrap_or_default().to_owned();
-        let whole = view.text.clone();
-        view.sent = view.text.len();
-        view.last_flush = Some(Instant::now());
-        self.agent_event(&latest, "assistant", json!({"text": whole, "delta": delta}));
-        let mut extra = json!({"message": assistant_message(&whole, latest.at_ms)});
-        if self.protocol >= 4 {
-            extra["deltaText"] = Value::String(delta);
-        }
-        self.chat_event(&latest, "delta", extra);
+    /// Sends what `event` means to this client.
+    pub(crate) fn forward(&mut self, event: &Arc<TurnEvent>) {
+        self.runs.forward(event, &mut self.outbox, self.protocol);
     }
 
     /// Sends the coalesced text whose window has passed.
     pub(crate) fn flush_due(&mut self) {
-        let now = Instant::now();
-        let due: Vec<String> = self
-            .runs
-            .views
-            .iter()
-            .filter(|(_, view)| view.pending() && view.last_flush.is_none_or(|last| now >= last + DELTA_WINDOW))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for run_id in due {
-            self.flush(&run_id);
-        }
-    }
-
-    /// Sends what `event` means to this client.
-    pub(crate) fn forward(&mut self, event: &Arc<TurnEvent>) {
-        if !matches!(event.kind, TurnEventKind::Delta { .. }) {
-            self.flush(&event.run_id);
-        }
-        let view = self.runs.views.entry(event.run_id.clone()).or_default();
-        match &event.kind {
-            TurnEventKind::Started { model, .. } => {
-                let (provider, model) = split_model(model);
-                let (provider, model) = (provider.to_owned(), model.to_owned());
-                self.agent_event(event, "lifecycle", json!({"phase": "start", "startedAt": event.at_ms}));
-                self.agent_event(event, "lifecycle", json!({"phase": "model", "provider": provider, "model": model}));
-            }
-            TurnEventKind::Delta { text } => {
-                view.text.push_str(text);
-                view.latest = Some(event.clone());
-                if view.last_flush.is_none_or(|last| last.elapsed() >= DELTA_WINDOW) {
-                    self.flush(&event.run_id);
-                }
-            }
-            TurnEventKind::StreamReset => {
-                view.text.clear();
-                view.sent = 0;
-                self.agent_event(event, "assistant", json!({"text": "", "delta": "", "replace": true}));
-            }
-            TurnEventKind::ModelCall { model, usage, ok, duration } => {
-                let data = json!({
-                    "model": model, "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
-                    "ok": ok, "durationMs": duration.as_millis() as u64,
-                });
-                self.agent_event(event, "usage", data);
-            }
-            TurnEventKind::ToolStarted { call_id, name, arguments } => {
-                let args =
-                    serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| Value::String(arguments.clone()));
-                let data = json!({"phase": "start", "name": name, "toolCallId": call_id, "args": args});
-                self.agent_event(event, "tool", data);
-            }
-            TurnEventKind::ToolFinished { call_id, name, is_error, duration } => {
-                let data = json!({
-                    "phase": "result", "name": name, "toolCallId": call_id, "isError": is_error,
-                    "durationMs": duration.as_millis() as u64,
-                });
-                self.agent_event(event, "tool", data);
-            }
-            TurnEventKind::Warning { message } | TurnEventKind::Notice { message } => {
-                let message = message.clone();
-                self.agent_event(event, "notice", json!({"message": message}));
-            }
-            TurnEventKind::File { path, name, mime } => {
-                let data = json!({"path": path, "name": name, "mimeType": mime});
-                self.agent_event(event, "file", data);
-            }
-            TurnEventKind::Finished { reply, end, usage, model, tool_calls, duration } => {
-                let request = self.runs.views.remove(&event.run_id).and_then(|view| view.request);
-                let stop_reason = match end {
-                    RunEnd::Completed => "stop",
-                    RunEnd::MaxTurns => "max_turns",
-                };
-                let usage_json = json!({
-                    "input": usage.input_tokens, "output": usage.output_tokens,
-                    "cacheRead": usage.cached_input_tokens, "total": usage.total(),
-                });
-                let lifecycle = json!({
-                    "phase": "end", "aborted": false, "stopReason": stop_reason,
-                    "endedAt": event.at_ms, "toolCalls": tool_calls,
-                });
-                self.agent_event(event, "lifecycle", lifecycle);
-                let extra = json!({
-                    "message": assistant_message(reply, event.at_ms), "usage": usage_json, "stopReason": stop_reason,
-                });
-                self.chat_event(event, "final", extra);
-                if let Some(request) = request {
-                    let (provider, model) = split_model(model);
-                    let payload = json!({
-                        "runId": event.run_id,
-                        "status": "ok",
-                        "summary": "completed",
-                        "result": {
-                            "payloads": [{"text": reply, "mediaUrl": null}],
-                            "meta": {
-                                "durationMs": duration.as_millis() as u64,
-                                "stopReason": stop_reason,
-                                "agentMeta": {
-                                    "sessionKey": event.session_key, "provider": provider, "model": model,
-                                    "usage": usage_json,
-                                },
-                            },
-                        },
-                    });
-                    self.respond(&request, Ok(payload));
-                }
-            }
-            TurnEventKind::Aborted { partial, duration } => {
-                let request = self.runs.views.remove(&event.run_id).and_then(|view| view.request);
-                let lifecycle =
-                    json!({"phase": "end", "aborted": true, "stopReason": "aborted", "endedAt": event.at_ms});
-                self.agent_event(event, "lifecycle", lifecycle);
-                let extra = json!({"message": assistant_message(partial, event.at_ms), "stopReason": "aborted"});
-                self.chat_event(event, "aborted", extra);
-                if let Some(request) = request {
-                    let payload = json!({
-                        "runId": event.run_id, "status": "aborted", "summary": "aborted",
-                        "result": {"payloads": [{"text": partial, "mediaUrl": null}],
-                                   "meta": {"durationMs": duration.as_millis() as u64, "aborted": true}},
-                    });
-                    self.respond(&request, Ok(payload));
-                }
-            }
-            TurnEventKind::Background { worker_id, agent, status, text, worker_session } => {
-                // A message of its own outside any turn: a `chat` final the client shows
-                // like a reply, marked so it can tell it came from background work.
-                self.runs.views.remove(&event.run_id);
-                let extra = json!({
-                    "message": assistant_message(text, event.at_ms),
-                    "stopReason": "background",
-                    "background": {
-                        "workerId": worker_id, "agent": agent, "status": status, "workerSession": worker_session,
-                        "correlationId": event.correlation_id,
-                    },
-                });
-                self.chat_event(event, "final", extra);
-            }
-            TurnEventKind::BusMessage { message_id, from, role, priority, text } => {
-                // A message of its own outside any turn, like a background result, marked
-                // so the client can tell which agent sent it.
-                self.runs.views.remove(&event.run_id);
-                let extra = json!({
-                    "message": assistant_message(text, event.at_ms),
-                    "stopReason": "bus",
-                    "bus": {
-                        "messageId": message_id, "from": from, "role": role, "priority": priority,
-                        "correlationId": event.correlation_id,
-                    },
-                });
-                self.chat_event(event, "final", extra);
-            }
-            TurnEventKind::Failed { error, .. } => {
-                let request = self.runs.views.remove(&event.run_id).and_then(|view| view.request);
-                let error = error.clone();
-                self.agent_event(event, "lifecycle", json!({"phase": "error", "error": error, "endedAt": event.at_ms}));
-                self.chat_event(event, "error", json!({"errorMessage": error, "errorKind": "agent"}));
-                if let Some(request) = request {
-                    let failure =
-                        super::MethodError::new(super::ErrorCode::Unavailable, format!("the turn failed: {error}"));
-                    self.respond(&request, Err(failure));
-                }
-            }
-        }
+        self.runs.flush_due(&mut self.outbox, self.protocol);
     }
 }
+
+#[cfg(test)]
+mod tests;
