@@ -1,17 +1,20 @@
 //! Gateway benchmarks against the real release binaries: start to healthy, idle memory,
 //! relay overhead per streamed token (SSE API and WebSocket protocol), and many
-//! WebSocket clients each running a turn at once against a provider with fixed latency.
+//! WebSocket clients each running a turn at once against a provider with fixed latency,
+//! then the same clients against a null gateway that only relays (the machine's floor).
 //!
 //! Run: `scripts/bench-gateway` (builds the binaries, then runs this with
 //! `cargo bench -p squidbot --bench gateway_load`). Environment: `GATEWAY_BENCH_CLIENTS`
 //! (1000), `GATEWAY_BENCH_STARTS` (20), `GATEWAY_BENCH_RELAY_REQUESTS` (20),
-//! `GATEWAY_BENCH_LATENCY_MS` (200), `GATEWAY_BENCH_PHASES` (`startup,relay,load`),
+//! `GATEWAY_BENCH_LATENCY_MS` (200), `GATEWAY_BENCH_PHASES`
+//! (`startup,relay,load,floor`),
 //! `GATEWAY_BENCH_HOLD_SECS` (keep the loaded gateway running that long, to attach a
 //! profiler), `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds;
 //! `MALLOC_ARENA_MAX` and `RUST_LOG` are passed on to the gateway.
 
 mod client;
 mod load;
+mod null_gateway;
 mod processes;
 mod relay;
 mod startup;
@@ -22,6 +25,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use load::LoadReport;
 use processes::{Home, Running, problem_lines, scripted_llm, wait_healthy};
 use stats::Samples;
 
@@ -44,7 +48,7 @@ impl Settings {
                 Err(_) => Ok(default),
             }
         };
-        let phases = std::env::var("GATEWAY_BENCH_PHASES").unwrap_or_else(|_| "startup,relay,load".to_owned());
+        let phases = std::env::var("GATEWAY_BENCH_PHASES").unwrap_or_else(|_| "startup,relay,load,floor".to_owned());
         Ok(Settings {
             clients: number("GATEWAY_BENCH_CLIENTS", 1000)?,
             starts: number("GATEWAY_BENCH_STARTS", 20)?,
@@ -65,6 +69,10 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
+    // The floor phase runs this binary again as the null gateway.
+    if let Ok(provider_base) = std::env::var(null_gateway::ENVIRONMENT_VARIABLE) {
+        return null_gateway::main(&provider_base);
+    }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -92,6 +100,10 @@ fn run() -> Result<()> {
     if settings.runs("load") {
         open_files_suffice(settings.clients)?;
         runtime.block_on(load_phase(&settings, work.path()))?;
+    }
+    if settings.runs("floor") {
+        open_files_suffice(settings.clients)?;
+        runtime.block_on(floor_phase(&settings, work.path()))?;
     }
     Ok(())
 }
@@ -142,10 +154,15 @@ async fn relay_phase(settings: &Settings, work: &std::path::Path) -> Result<()> 
     Ok(())
 }
 
-async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+/// The provider of the load phases: one short reply after the configured latency.
+fn load_provider(settings: &Settings, log: &std::path::Path) -> Result<Running> {
     let latency = settings.latency.as_millis().to_string();
+    scripted_llm(&["--reply", "Done, all good.", "--delay-ms", &latency], log)
+}
+
+async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
     let provider_log = work.join("provider-load.log");
-    let provider = scripted_llm(&["--reply", "Done, all good.", "--delay-ms", &latency], &provider_log)?;
+    let provider = load_provider(settings, &provider_log)?;
     let (home, gateway) = healthy_gateway(&provider)?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle = gateway.memory()?;
@@ -156,8 +173,49 @@ async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
     let report = load::run(&url, settings.clients, 2, &watched).await?;
     println!(
         "\n## {} concurrent WebSocket clients, one turn each per round, provider latency {} ms",
-        report.clients, latency
+        report.clients,
+        settings.latency.as_millis()
     );
+    print_load(&report, settings.latency);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    println!("after the load (clients gone + 2 s): {} (target < 15 MB)", gateway.memory()?);
+    if let Some(hold) = settings.hold {
+        println!("holding the gateway (pid {}) for {} s for inspection", gateway.pid(), hold.as_secs());
+        tokio::time::sleep(hold).await;
+        println!("after holding: {}", gateway.memory()?);
+    }
+    report_problems("gateway", &home.log());
+    report_problems("provider", &provider_log);
+    drop(gateway);
+    fail_on_errors(&report)
+}
+
+/// The load phase against the null gateway: what the network hops alone cost with the same
+/// clients and provider on this machine, the most any gateway here can reach.
+async fn floor_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+    let provider_log = work.join("provider-floor.log");
+    let provider = load_provider(settings, &provider_log)?;
+    let null_gateway_log = work.join("null-gateway.log");
+    let null_gateway = null_gateway::start(&provider.base, &null_gateway_log)?;
+    wait_healthy(null_gateway.address()?, Duration::from_secs(10))?;
+    let url = null_gateway.base.replace("http://", "ws://");
+    let watched = [("null gateway", Some(null_gateway.pid())), ("provider", Some(provider.pid())), ("clients", None)];
+    let report = load::run(&url, settings.clients, 2, &watched).await?;
+    println!(
+        "\n## floor: the same clients against a relay that does nothing else ({} clients, provider latency {} ms)",
+        report.clients,
+        settings.latency.as_millis()
+    );
+    print_load(&report, settings.latency);
+    report_problems("null gateway", &null_gateway_log);
+    report_problems("provider", &provider_log);
+    drop(null_gateway);
+    fail_on_errors(&report)
+}
+
+/// The connection line and, per round, throughput against the ideal of every turn done
+/// in one provider `latency`, turn latencies and each watched process's CPU time.
+fn print_load(report: &LoadReport, latency: Duration) {
     println!(
         "connect + handshake of all clients: {:.0} ms, {} failed",
         report.connect_wall.as_secs_f64() * 1000.0,
@@ -166,7 +224,7 @@ async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
     for error in report.connect_errors.iter().take(5) {
         println!("  connect error: {error}");
     }
-    let ideal = settings.latency.as_secs_f64();
+    let ideal = latency.as_secs_f64();
     for (number, round) in report.rounds.iter().enumerate() {
         let wall = round.wall.as_secs_f64();
         let throughput = round.latencies.len() as f64 / wall;
@@ -188,16 +246,9 @@ async fn load_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
             println!("  error: {error}");
         }
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    println!("after the load (clients gone + 2 s): {} (target < 15 MB)", gateway.memory()?);
-    if let Some(hold) = settings.hold {
-        println!("holding the gateway (pid {}) for {} s for inspection", gateway.pid(), hold.as_secs());
-        tokio::time::sleep(hold).await;
-        println!("after holding: {}", gateway.memory()?);
-    }
-    report_problems("gateway", &home.log());
-    report_problems("provider", &provider_log);
-    drop(gateway);
+}
+
+fn fail_on_errors(report: &LoadReport) -> Result<()> {
     if report.rounds.iter().any(|round| !round.errors.is_empty()) || !report.connect_errors.is_empty() {
         bail!("the load run had errors");
     }

@@ -16,6 +16,9 @@ pub const TOKEN: &str = "bench-gateway-token";
 /// The model the gateway is configured with.
 pub const MODEL: &str = "local/bench-model";
 
+/// The provider's API key in the gateway's config.
+pub const API_KEY: &str = "sk-bench";
+
 /// The gateway binary: `SQUIDBOT_BIN`, else the one cargo built for this benchmark.
 pub fn gateway_binary() -> PathBuf {
     std::env::var_os("SQUIDBOT_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_squidbot")), PathBuf::from)
@@ -106,7 +109,8 @@ pub fn scripted_llm(options: &[&str], log: &Path) -> Result<Running> {
     Ok(spawn_listening(command)?.0)
 }
 
-fn log_file(path: &Path) -> Result<std::fs::File> {
+/// `path` opened for appending, for a child's stderr.
+pub fn log_file(path: &Path) -> Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -125,7 +129,7 @@ impl Home {
         let directory = tempfile::tempdir().context("can't make a temporary home")?;
         let config = format!(
             "[llm]\nmodel = \"{MODEL}\"\n\n[providers.local]\nkind = \"openai\"\napi_base = \"{provider_base}\"\n\
-             api_key = \"sk-bench\"\n\n[gateway.auth]\ntoken = \"{TOKEN}\"\n"
+             api_key = \"{API_KEY}\"\n\n[gateway.auth]\ntoken = \"{TOKEN}\"\n"
         );
         std::fs::write(directory.path().join("config.toml"), config).context("can't write config.toml")?;
         Ok(Home { directory })
