@@ -7,6 +7,7 @@ pub mod compactor;
 pub mod context;
 pub mod delegation;
 pub mod events;
+pub mod freshness;
 pub mod heartbeat;
 pub mod ids;
 pub mod jobs;

@@ -21,7 +21,8 @@ use crate::availability::{Checker, Host, Missing, SystemHost};
 use crate::bundled;
 use crate::manifest::{Manifest, SKILL_FILE, read_skill_file};
 use crate::problem::{ProblemKind, SkillProblem};
-use snapshot::{Found, Input, Snapshot, Stamp, is_racy};
+use snapshot::{Found, Input, Snapshot, Stamp};
+use squidbot_core::freshness::is_racy;
 
 /// Where a skill came from; later variants take precedence over earlier ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -141,11 +141,9 @@ impl SessionStore for JsonlSessionStore {
                     let new_entry =
                         unsynced_entries.lock().unwrap_or_else(PoisonError::into_inner).contains(&file_stem);
                     if new_entry {
-                        directory_sync.sync(&directory).map_err(|error| StoreError::Io {
-                            action: "append to",
-                            key: owned_key.clone(),
-                            reason: format!("{}: {error}", directory.display()),
-                        })?;
+                        directory_sync
+                            .sync(&directory)
+                            .map_err(|error| file::io_error("append to", &owned_key, &directory, &error))?;
                         unsynced_entries.lock().unwrap_or_else(PoisonError::into_inner).remove(&file_stem);
                     }
                     drop(guard);

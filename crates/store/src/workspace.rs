@@ -6,8 +6,9 @@ use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
+use squidbot_core::freshness::is_racy;
 use squidbot_core::workspace::WorkspaceFiles;
 
 /// Largest workspace file read, in bytes: these files go into prompts.
@@ -26,15 +27,6 @@ const MAX_CACHED_FILES: usize = 64;
 
 /// Times a read starts over when the file it examined was replaced before it was opened.
 const MAX_ATTEMPTS: usize = 3;
-
-/// How close to being read an mtime with whole seconds may be and still be shared by a
-/// later write: such timestamps come from coarse filesystems (FAT's 2 s, ext3's 1 s).
-const COARSE_RACY_WINDOW: Duration = Duration::from_secs(2);
-
-/// The same for an mtime with a sub-second part, from a filesystem keeping nanoseconds,
-/// whose granularity is the kernel's coarse clock (a tick, at most 10 ms, behind the
-/// clock `SystemTime::now` reads).
-const FINE_RACY_WINDOW: Duration = Duration::from_millis(50);
 
 /// Workspace documents (`SOUL.md`, `prompts/system.md`, …) read from a directory.
 ///
@@ -112,20 +104,6 @@ impl Stamp {
 
 /// True where files have a device and inode to tell them apart by.
 const HAS_IDENTITY: bool = cfg!(unix);
-
-/// True when a file modified at `modified` and read at `observed_at` may have been
-/// written again since without its mtime moving. As with git's "racily clean" index
-/// entries: a write after the read gets an mtime no earlier than the read, less the
-/// filesystem's granularity, so only an mtime older than the read by more than that
-/// tells every later write apart. The status-change time guards against an mtime set
-/// back by hand; a write that also sets the mtime back within the same clock tick as an
-/// earlier change is the one thing this misses.
-fn is_racy(modified: SystemTime, observed_at: SystemTime) -> bool {
-    let fine = modified.duration_since(SystemTime::UNIX_EPOCH).is_ok_and(|since| since.subsec_nanos() != 0);
-    let window = if fine { FINE_RACY_WINDOW } else { COARSE_RACY_WINDOW };
-    // An mtime so far in the future that nothing can be added to it is never trusted.
-    modified.checked_add(window).is_none_or(|trusted_after| trusted_after >= observed_at)
-}
 
 impl std::fmt::Debug for FsWorkspace {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

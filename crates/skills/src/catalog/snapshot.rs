@@ -1,24 +1,15 @@
 //! What a discovery was built from (every source directory and `SKILL.md` with the mtime
 //! and size it had), so an unchanged discovery is handed out again after one `stat` per
-//! input, and the racy-timestamp rule deciding when a remembered mtime can be trusted.
+//! input.
 
 use std::fs::Metadata;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use squidbot_core::freshness::is_racy;
+
 use super::Discovery;
-
-/// How close to being read a timestamp with whole seconds may be and still be shared by
-/// a later change: such timestamps come from coarse filesystems (FAT's 2 s, ext3's and
-/// HFS+'s 1 s), so two writes within the same second or two look the same.
-const COARSE_RACY_WINDOW: Duration = Duration::from_secs(2);
-
-/// The same for a timestamp with a sub-second part, which comes from a filesystem keeping
-/// nanoseconds (ext4, XFS, btrfs, tmpfs, APFS; exFAT's 10 ms). Their granularity is the
-/// kernel's coarse clock, one tick (at most 10 ms) behind the clock `SystemTime::now`
-/// reads, so 50 ms covers it with room to spare.
-const FINE_RACY_WINDOW: Duration = Duration::from_millis(50);
 
 /// How long the requirement checks of a discovery (executables on `PATH`, environment
 /// variables) are trusted. Rechecking every turn stats each `PATH` directory for each
@@ -26,18 +17,6 @@ const FINE_RACY_WINDOW: Duration = Duration::from_millis(50);
 /// installed while the gateway runs shows up a second later instead, which nobody can
 /// tell from immediately.
 pub(super) const REQUIREMENTS_TTL: Duration = Duration::from_secs(1);
-
-/// True when a file or directory modified at `modified` and read at `observed_at` may
-/// have changed again since without its mtime moving. As with git's "racily clean" index
-/// entries: a change after the read gets a timestamp no earlier than the read, less the
-/// filesystem's granularity, so only an mtime older than the read by more than that
-/// granularity tells every later change apart. A racy entry is read again next time.
-pub(super) fn is_racy(modified: SystemTime, observed_at: SystemTime) -> bool {
-    let fine = modified.duration_since(SystemTime::UNIX_EPOCH).is_ok_and(|since| since.subsec_nanos() != 0);
-    let window = if fine { FINE_RACY_WINDOW } else { COARSE_RACY_WINDOW };
-    // A timestamp so far in the future that nothing can be added to it is never trusted.
-    modified.checked_add(window).is_none_or(|trusted_after| trusted_after >= observed_at)
-}
 
 /// What a `stat` says about whether a file or directory changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

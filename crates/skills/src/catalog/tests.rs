@@ -376,20 +376,6 @@ fn requirement_checks_are_trusted_for_a_second() {
 }
 
 #[test]
-fn the_racy_window_fits_the_timestamp_granularity() {
-    let read_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-    // Nanoseconds: a fine-grained filesystem, trusted once a few ticks old.
-    let fine = read_at - Duration::from_millis(10) + Duration::from_nanos(1);
-    assert!(snapshot::is_racy(fine, read_at));
-    assert!(!snapshot::is_racy(fine - Duration::from_millis(100), read_at));
-    // Whole seconds: a coarse filesystem, trusted only two seconds on.
-    let coarse = read_at - Duration::from_secs(1);
-    assert!(snapshot::is_racy(coarse, read_at));
-    assert!(!snapshot::is_racy(coarse - Duration::from_secs(2), read_at));
-    assert!(snapshot::is_racy(read_at + Duration::from_secs(60), read_at), "an mtime in the future");
-}
-
-#[test]
 fn a_skill_just_written_is_parsed_again_only_until_its_mtime_is_old_enough() {
     let directory = tempfile::tempdir().unwrap();
     let root = directory.path().join("skills");

@@ -13,7 +13,7 @@ use crate::key::decode_key;
 /// What `StoreError::Io` names as the key when listing, which concerns no one session.
 pub(crate) const LIST_KEY: &str = "*";
 
-fn io_error(action: &'static str, key: &str, path: &Path, error: &io::Error) -> StoreError {
+pub(crate) fn io_error(action: &'static str, key: &str, path: &Path, error: &io::Error) -> StoreError {
     StoreError::Io { action, key: key.to_owned(), reason: format!("{}: {error}", path.display()) }
 }
 
