@@ -47,7 +47,7 @@ pub const WORKER_PROMPT: Prompt = Prompt { name: "worker.md", default: include_s
 /// How the assistant hands work to sub-agents (delegate mode).
 pub const DELEGATION_PROMPT: Prompt =
     Prompt { name: "delegation.md", default: include_str!("../prompts/delegation.md") };
-/// The reminder a sub-agent gets when it ends without reporting an outcome.
+/// The one reminder a sub-agent gets when a turn ends with no answer at all.
 pub const WORKER_NUDGE_PROMPT: Prompt =
     Prompt { name: "worker_nudge.md", default: include_str!("../prompts/worker_nudge.md") };
 /// How the assistant may start a child agent (direct mode).

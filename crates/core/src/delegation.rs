@@ -38,8 +38,9 @@ pub use tools::{CancelWorkerTool, DelegateTool, SetStatusTool, SpawnTool};
 /// How long a stopped worker gets to wind down before its task is aborted.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// Reminders a worker gets when it ends without reporting an outcome.
-pub const MAX_NUDGES: u32 = 2;
+/// Reminders a worker gets when a turn ends with no answer at all (a plain answer is its
+/// result; `set_status` reports progress, an explicit failure or a structured result).
+pub const MAX_REMINDERS: u32 = 1;
 
 /// One role sub-agents can be started in.
 #[derive(Debug, Clone)]

@@ -93,8 +93,9 @@ impl JobRunner {
     }
 
     /// Where a message for the owner of `job` goes: the job's channel, the preferred
-    /// channel, or the last active one; `None` when none is known.
-    fn destination(&self, job: &Job) -> Option<Destination> {
+    /// channel, or the last active one; with none known, the gateway's main session, where
+    /// the web UI and WebSocket clients see it.
+    fn destination(&self, job: &Job) -> Destination {
         let last = self.runner.last_active();
         let wanted = job.channel.as_deref().or(self.preferred_channel.as_deref());
         if let Some(wanted) = wanted {
@@ -105,7 +106,7 @@ impl JobRunner {
                     .map(|last| last.session_key.clone())
                     .or_else(|| (wanted == GATEWAY_CHANNEL).then(|| squidbot_server::MAIN_SESSION.to_owned()));
                 if let Some(session_key) = session_key {
-                    return Some(Destination { channel: wanted.to_owned(), session_key });
+                    return Destination { channel: wanted.to_owned(), session_key };
                 }
                 tracing::warn!(job = %job.id, channel = wanted, "nobody has written from this channel yet; using the last active one");
             } else {
@@ -116,7 +117,13 @@ impl JobRunner {
                 );
             }
         }
-        last.map(|last| Destination { channel: channel_of(&last.origin).to_owned(), session_key: last.session_key })
+        last.map_or_else(
+            || Destination {
+                channel: GATEWAY_CHANNEL.to_owned(),
+                session_key: squidbot_server::MAIN_SESSION.to_owned(),
+            },
+            |last| Destination { channel: channel_of(&last.origin).to_owned(), session_key: last.session_key },
+        )
     }
 
     fn deliver(&self, job: &Job, destination: &Destination, text: &str) {
@@ -133,8 +140,7 @@ impl JobRunner {
     }
 
     /// The last messages of the destination's conversation, as text for the job's prompt.
-    async fn recent_history(&self, destination: Option<&Destination>) -> Option<String> {
-        let destination = destination?;
+    async fn recent_history(&self, destination: &Destination) -> Option<String> {
         let session = self.runner.session(&destination.session_key).await.ok()?;
         let history = session.lock().await.history();
         let lines: Vec<String> = history
@@ -212,7 +218,7 @@ impl JobRunner {
     async fn run_conversational(&self, job: &Job) -> Result<(), String> {
         let destination = self.destination(job);
         let context = match job.context_mode {
-            ContextMode::Session => self.recent_history(destination.as_ref()).await,
+            ContextMode::Session => self.recent_history(&destination).await,
             ContextMode::Isolated | ContextMode::Silent => None,
         };
         let reply = match job.kind {
@@ -247,15 +253,7 @@ impl JobRunner {
             tracing::info!(job = %job.id, name = %job.name, reply = %reply, "silent job: reply not delivered");
             return Ok(());
         }
-        match destination {
-            Some(destination) => self.deliver(job, &destination, &format!("[{}] {reply}", job.name)),
-            None => tracing::info!(
-                job = %job.id,
-                name = %job.name,
-                reply = %reply,
-                "no channel to deliver the job's reply to (nobody has written yet and no scheduler.preferred_channel)"
-            ),
-        }
+        self.deliver(job, &destination, &format!("[{}] {reply}", job.name));
         Ok(())
     }
 }
@@ -277,9 +275,9 @@ impl JobExecutor for JobRunner {
                 eprintln!("{notice}");
                 return;
             }
-            match (job.kind, self.destination(job)) {
-                (JobKind::User | JobKind::Heartbeat, Some(destination)) => self.deliver(job, &destination, notice),
-                _ => tracing::warn!(job = %job.id, name = %job.name, "{notice}"),
+            match job.kind {
+                JobKind::User | JobKind::Heartbeat => self.deliver(job, &self.destination(job), notice),
+                JobKind::System => tracing::warn!(job = %job.id, name = %job.name, "{notice}"),
             }
         })
     }

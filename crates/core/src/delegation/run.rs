@@ -1,6 +1,6 @@
-//! Running one worker: its brief, its turns with reminders to report an outcome, the
-//! messages of its inbox between turns, its time limit, and how a loop, a failure, a panic
-//! or a stop ends it.
+//! Running one worker: its brief, its turns (a final plain answer is its result; one
+//! reminder when it ends with nothing), the messages of its inbox between turns, its time
+//! limit, and how a loop, a failure, a panic or a stop ends it.
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::{
-    DelegateRequest, GRACE, MAX_NUDGES, Outcome, Parent, RoleAgent, WorkerInbox, WorkerPool, WorkerSnapshot,
+    DelegateRequest, GRACE, MAX_REMINDERS, Outcome, Parent, RoleAgent, WorkerInbox, WorkerPool, WorkerSnapshot,
     WorkerState,
 };
 use crate::agent::{Agent, AgentEvents, TurnStatus};
@@ -138,8 +138,10 @@ struct Input {
 }
 
 /// The worker's turns: the brief; then, after each turn, the messages that reached its
-/// inbox meanwhile (before its outcome is taken, so none is left unread while it runs);
-/// else up to [`MAX_NUDGES`] reminders while it ends without reporting an outcome.
+/// inbox meanwhile (before its outcome is taken, so none is left unread while it runs).
+/// A turn that ends in a plain answer hands that answer back as the result unless the
+/// worker reported an outcome with `set_status`; a turn that ends with no answer at all
+/// gets up to [`MAX_REMINDERS`] reminders, then the worker fails.
 async fn work(
     agent: Arc<Agent>,
     pool: Arc<WorkerPool>,
@@ -152,12 +154,11 @@ async fn work(
         Ok((session, _)) => session,
         Err(error) => return (WorkerState::Failed, format!("can't open its session: {error}")),
     };
-    let nudge = WORKER_NUDGE_PROMPT.load(agent.workspace().as_ref());
     let events = WorkerEvents { pool: &pool, id: &worker.id };
     let mut input = brief;
     // A message another agent sent carries its own correlation id into the turn that reads it.
     let mut correlation_id = worker.correlation_id.clone();
-    let mut nudges = 0;
+    let mut reminders = 0;
     loop {
         let turn = inbox.begin_turn(&cancel);
         let outcome =
@@ -167,56 +168,64 @@ async fn work(
             Ok(outcome) => outcome,
             Err(error) => return (WorkerState::Failed, format!("it broke off: {error}")),
         };
-        match outcome.status {
-            TurnStatus::Completed => {}
+        // Only a turn that ran to its end has an answer; an interrupted one reads its inbox.
+        let answer = match outcome.status {
+            TurnStatus::Completed => outcome.reply,
             // An urgent message stopped the turn, not the worker: it reads the message next.
             TurnStatus::Cancelled if interrupted && !cancel.is_cancelled() => {
                 tracing::info!(worker = %worker.id, "an urgent message interrupted the worker's turn");
+                String::new()
             }
             TurnStatus::Cancelled => return (WorkerState::Cancelled, "it was stopped before it finished".to_owned()),
             TurnStatus::MaxTurns => {
                 return (
                     WorkerState::Failed,
                     format!(
-                        "it made {} model calls without reporting an outcome (max_turns = {}); it may be looping",
+                        "it made {} model calls without finishing (max_turns = {}); it may be looping",
                         outcome.model_calls,
                         agent.settings().max_turns
                     ),
                 );
             }
-        }
+        };
         if let Some(messages) = inbox.take_input() {
             input = messages.text;
             correlation_id = messages.correlation_id.unwrap_or_else(|| worker.correlation_id.clone());
             continue;
         }
-        if let Some((reported, result)) = pool.reported(&worker.id) {
-            return match reported {
-                Outcome::Done if result.trim().is_empty() => {
-                    (WorkerState::Failed, "it reported done but returned an empty result".to_owned())
-                }
-                Outcome::Done => (WorkerState::Done, result),
-                Outcome::Failed if result.trim().is_empty() => {
-                    (WorkerState::Failed, "it gave up without saying why".to_owned())
-                }
-                Outcome::Failed => (WorkerState::Failed, result),
-            };
+        if let Some(ending) = ending(pool.reported(&worker.id), &answer) {
+            return ending;
         }
-        if nudges == MAX_NUDGES {
+        if reminders == MAX_REMINDERS {
             return (
                 WorkerState::Failed,
-                format!(
-                    "it ended {} times without reporting an outcome with set_status, even after {MAX_NUDGES} reminders",
-                    nudges + 1
-                ),
+                format!("it ended {} times without an answer, even after a reminder", reminders + 1),
             );
         }
-        nudges += 1;
+        reminders += 1;
         for next in [WorkerState::WaitingForInput, WorkerState::Running] {
             if let Err(error) = pool.transition(&worker.id, next) {
                 tracing::warn!(%error, "worker state");
             }
         }
-        input.clone_from(&nudge);
+        input = WORKER_NUDGE_PROMPT.load(agent.workspace().as_ref());
     }
+}
+
+/// How a worker's turn ends it: the outcome it reported with `set_status`, else its plain
+/// answer as the result (`None`: it answered nothing and gets a reminder).
+fn ending(reported: Option<(Outcome, String)>, answer: &str) -> Option<(WorkerState, String)> {
+    let ending = match reported {
+        Some((Outcome::Done, result)) if result.trim().is_empty() => {
+            (WorkerState::Failed, "it reported done but returned an empty result".to_owned())
+        }
+        Some((Outcome::Done, result)) => (WorkerState::Done, result),
+        Some((Outcome::Failed, reason)) if reason.trim().is_empty() => {
+            (WorkerState::Failed, "it gave up without saying why".to_owned())
+        }
+        Some((Outcome::Failed, reason)) => (WorkerState::Failed, reason),
+        None if answer.trim().is_empty() => return None,
+        None => (WorkerState::Done, answer.trim().to_owned()),
+    };
+    Some(ending)
 }

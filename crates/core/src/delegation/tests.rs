@@ -245,35 +245,67 @@ async fn the_correlation_id_reaches_the_worker_its_tools_and_the_outcome() {
 }
 
 #[tokio::test]
-async fn a_worker_that_will_not_report_is_nudged_twice_then_failed() {
+async fn a_plain_final_answer_is_the_workers_result_in_one_call() {
+    let fixture = fixture(
+        vec![delegate("worker", "normal"), text("It's written.")],
+        vec![call("probe", serde_json::json!({})), text("  done: wrote the file\n")],
+        Options::default(),
+    );
+    let outcome = fixture.turn("go").await;
+    assert_eq!(outcome.reply, "It's written.");
+    let worker = fixture.only_worker();
+    assert_eq!((worker.state, worker.result.as_deref()), (WorkerState::Done, Some("done: wrote the file")));
+    assert_eq!(fixture.worker_llm.requests().len(), 2, "a tool call, then the answer; no reminder");
+    let results = tool_results(fixture.assistant_llm.requests().last().unwrap());
+    assert_eq!(results.len(), 1);
+    assert!(!results[0].1 && results[0].0.contains("finished]\n\ndone: wrote the file"), "{results:?}");
+}
+
+#[tokio::test]
+async fn a_worker_that_reports_failed_is_failed_even_after_a_plain_answer() {
+    let fixture = fixture(
+        vec![delegate("worker", "normal"), text("It couldn't.")],
+        vec![call(
+            "set_status",
+            serde_json::json!({"status": "stuck", "outcome": "failed", "result": "note.txt is read-only"}),
+        )],
+        Options::default(),
+    );
+    fixture.turn("go").await;
+    let worker = fixture.only_worker();
+    assert_eq!((worker.state, worker.result.as_deref()), (WorkerState::Failed, Some("note.txt is read-only")));
+    assert_eq!(fixture.worker_llm.requests().len(), 1);
+    let results = tool_results(fixture.assistant_llm.requests().last().unwrap());
+    assert!(results[0].1 && results[0].0.contains("failed] note.txt is read-only"), "{results:?}");
+}
+
+#[tokio::test]
+async fn an_empty_final_answer_gets_exactly_one_reminder_then_fails() {
     let fixture = fixture(
         vec![delegate("worker", "normal"), text("It could not finish.")],
-        vec![text("I think it is 42."), text("Really, 42."), text("42!")],
+        vec![text(""), text("   "), text("never asked for")],
         Options::default(),
     );
     fixture.turn("go").await;
     let worker = fixture.only_worker();
     assert_eq!(worker.state, WorkerState::Failed);
-    assert!(worker.result.as_deref().unwrap().contains("even after 2 reminders"), "{worker:?}");
+    assert_eq!(worker.result.as_deref(), Some("it ended 2 times without an answer, even after a reminder"));
     let requests = fixture.worker_llm.requests();
-    assert_eq!(requests.len(), 3);
-    for request in &requests[1..] {
-        let Some(ChatMessage::User { content, .. }) = request.messages.last() else { panic!("{request:?}") };
-        assert!(content.contains("without reporting an outcome"), "{content}");
-    }
+    assert_eq!(requests.len(), 2, "one reminder, no more");
+    let Some(ChatMessage::User { content, .. }) = requests[1].messages.last() else { panic!("{:?}", requests[1]) };
+    assert!(content.contains("You ended without an answer"), "{content}");
     let results = tool_results(fixture.assistant_llm.requests().last().unwrap());
     assert!(results[0].1 && results[0].0.contains("failed"), "{results:?}");
 }
 
 #[tokio::test]
-async fn a_nudged_worker_that_then_reports_succeeds() {
-    let fixture = fixture(
-        vec![delegate("worker", "normal"), text("42.")],
-        vec![text("42"), report_done("42")],
-        Options::default(),
-    );
+async fn a_reminded_worker_that_then_answers_succeeds() {
+    let fixture =
+        fixture(vec![delegate("worker", "normal"), text("42.")], vec![text(""), text("42")], Options::default());
     fixture.turn("go").await;
-    assert_eq!(fixture.only_worker().state, WorkerState::Done);
+    let worker = fixture.only_worker();
+    assert_eq!((worker.state, worker.result.as_deref()), (WorkerState::Done, Some("42")));
+    assert_eq!(fixture.worker_llm.requests().len(), 2);
 }
 
 #[tokio::test(start_paused = true)]

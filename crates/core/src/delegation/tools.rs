@@ -235,7 +235,7 @@ impl Tool for CancelWorkerTool {
     }
 }
 
-/// `set_status {status, outcome?, result?}`: a sub-agent's progress line and final report.
+/// `set_status {status?, outcome?, result?}`: a sub-agent's progress line and final report.
 pub struct SetStatusTool {
     pool: Arc<WorkerPool>,
 }
@@ -268,15 +268,14 @@ impl Tool for SetStatusTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "set_status".into(),
-            description: "Reports your progress to the assistant, and at the end your outcome and result. Your work is handed back only once you report an outcome; doing so ends your turn.".into(),
+            description: "Reports progress (`status`), or ends your work with an explicit outcome: `failed` and why, or `done` and a structured `result`. A plain final answer is your result too.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "status": {"type": "string", "description": "One short line on what you are doing now."},
-                    "outcome": {"type": "string", "enum": ["done", "failed"], "description": "Set when you are finished: done, or failed if the task can't be done."},
-                    "result": {"type": "string", "description": "With an outcome: your complete result (done) or why it failed (failed)."}
-                },
-                "required": ["status"]
+                    "status": {"type": "string", "description": "What you are doing now, in one line."},
+                    "outcome": {"type": "string", "enum": ["done", "failed"]},
+                    "result": {"type": "string", "description": "With an outcome: the result, or why it failed."}
+                }
             }),
         }
     }
@@ -297,7 +296,7 @@ impl Tool for SetStatusTool {
             self.pool.set_status(&worker.id, status).map_err(refused)?;
         }
         let Some(outcome) = arguments.outcome else {
-            return Ok(ToolOutput::text("Status noted. Keep going; report an outcome when you are finished."));
+            return Ok(ToolOutput::text("Status noted. Keep going; when you are finished, answer with your result."));
         };
         let outcome = match outcome {
             OutcomeArgument::Done => Outcome::Done,

@@ -272,3 +272,113 @@ async fn the_workers_command_lists_and_cancels_through_the_running_gateway() {
     let unknown = home.run(&["workers", "cancel", "nope"]).await.failure();
     assert!(unknown.stderr.contains("can't find worker nope"), "{}", unknown.stderr);
 }
+
+/// The task of the cost comparison, as the user asks it.
+const WRITE_HELLO: &str = "write hello into note.txt";
+
+/// Bytes of every request body `server` received.
+fn bytes_sent(server: &ScriptedLlm) -> usize {
+    server
+        .requests()
+        .iter()
+        .map(|request| {
+            request
+                .header("content-length")
+                .and_then(|length| length.parse().ok())
+                .unwrap_or_else(|| request.body.to_string().len())
+        })
+        .sum()
+}
+
+/// `agent -m WRITE_HELLO` in a fresh home, delegated to a worker that answers in plain
+/// text or done directly by the assistant; returns the home and the bytes sent to the model.
+async fn write_hello(delegated: bool) -> (Home, usize) {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let write = Reply::tool_call("write_file", json!({"path": "note.txt", "content": "hello"}));
+    let mode = if delegated {
+        server.push_all([
+            Reply::tool_call("delegate", json!({"agent": "worker", "task": "Write the text hello into note.txt."})),
+            write,
+            Reply::text("done: wrote the file"),
+            Reply::text("Done: note.txt says hello."),
+        ]);
+        DELEGATE_MODE
+    } else {
+        server.push_all([write, Reply::text("Done: note.txt says hello.")]);
+        ("SQUIDBOT__AGENTS__ASSISTANT__MODE", "direct")
+    };
+    let run = home.run_with(&["agent", "-m", WRITE_HELLO], &[mode]).await.success();
+    assert_eq!(run.stdout, "Done: note.txt says hello.\n");
+    assert_eq!(std::fs::read_to_string(home.workspace().join("note.txt")).unwrap(), "hello");
+    server.assert_clean();
+    server.assert_script_consumed();
+    let requests = server.requests();
+    if delegated {
+        assert_eq!(requests.len(), 4, "assistant, worker's tool call, worker's answer, assistant");
+        let results = tool_results(&requests[3].body);
+        assert_eq!(results.len(), 1);
+        assert!(
+            results[0].starts_with("[worker worker ") && results[0].ends_with("finished]\n\ndone: wrote the file"),
+            "the plain answer is the result: {results:?}"
+        );
+        assert!(
+            messages(&requests[2].body).iter().all(|message| !message.to_string().contains("You ended without")),
+            "no reminder"
+        );
+    } else {
+        assert_eq!(requests.len(), 2);
+    }
+    (home, bytes_sent(&server))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_answering_in_plain_words_hands_its_answer_back_for_at_most_1_3_times_the_bytes_of_direct_mode() {
+    let (_, direct) = write_hello(false).await;
+    let (home, delegated) = write_hello(true).await;
+    let ratio = delegated as f64 / direct as f64;
+    eprintln!("{WRITE_HELLO:?}: direct {direct} bytes, delegated {delegated} bytes, ratio {ratio:.3}");
+    assert!(ratio <= 1.3, "delegating cost {ratio:.3} times the bytes of direct mode ({delegated} / {direct})");
+    let worker = home
+        .session_lines("cli:local")
+        .into_iter()
+        .find(|line| line["type"] == "tool_result" && line["name"] == "delegate")
+        .expect("the delegate result in the assistant's session");
+    assert!(!worker["is_error"].as_bool().unwrap_or(false), "{worker}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_reports_failed_is_failed_and_an_empty_answer_gets_exactly_one_reminder() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    server.push_all([
+        Reply::tool_call("delegate", json!({"agent": "worker", "task": "Write hello into /etc/note.txt."})),
+        Reply::tool_call("set_status", json!({"status": "stuck", "outcome": "failed", "result": "/etc is not mine"})),
+        Reply::text("I couldn't: /etc is not mine."),
+    ]);
+    let run = home.run_with(&["agent", "-m", "write hello into /etc/note.txt"], &[DELEGATE_MODE]).await.success();
+    assert_eq!(run.stdout, "I couldn't: /etc is not mine.\n");
+    let results = tool_results(&server.requests()[2].body);
+    assert!(results[0].contains("failed] /etc is not mine"), "{results:?}");
+
+    // A worker that answers nothing: one reminder, then it fails; no third worker call.
+    server.push_all([
+        Reply::tool_call("delegate", json!({"agent": "worker", "task": "Summarise note.txt."})),
+        Reply::text(""),
+        Reply::text(""),
+        Reply::text("The worker came back empty."),
+    ]);
+    let run = home.run_with(&["agent", "-m", "summarise note.txt"], &[DELEGATE_MODE]).await.success();
+    assert_eq!(run.stdout, "The worker came back empty.\n");
+    server.assert_clean();
+    server.assert_script_consumed();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 7);
+    let reminder = messages(&requests[5].body).last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(reminder.starts_with("You ended without an answer."), "{reminder}");
+    let results = tool_results(&requests[6].body);
+    assert!(
+        results.last().unwrap().contains("failed] it ended 2 times without an answer, even after a reminder"),
+        "{results:?}"
+    );
+}

@@ -44,12 +44,19 @@ impl Client {
         .await
     }
 
-    /// The first event (already seen or still to come) that `wanted` accepts.
+    /// The first event (already seen or still to come) that `wanted` accepts, within 60 s
+    /// (ticks and other events keep arriving, so each frame's own time limit is not enough).
     pub(crate) async fn event_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         if let Some(position) = self.events.iter().position(&wanted) {
             return self.events.remove(position);
         }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the wanted event did not come within 60 s; seen: {:?}",
+                self.events
+            );
             let frame = self.frame().await.expect("the event before the socket closed");
             if wanted(&frame) {
                 return frame;

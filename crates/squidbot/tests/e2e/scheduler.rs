@@ -52,6 +52,14 @@ async fn active_client(gateway: &crate::gateway::Running, server: &ScriptedLlm) 
     client
 }
 
+/// A client that opened the main session (its history, as the web UI does) and never writes.
+async fn watching_client(gateway: &crate::gateway::Running) -> Client {
+    let (mut client, _) = Client::connected(gateway, 4, &["operator.read"]).await;
+    let history = client.call("chat.history", json!({})).await;
+    assert_eq!(history["payload"]["sessionKey"], "agent:main:main", "{history}");
+    client
+}
+
 /// The text of the next job message shown to the client.
 async fn next_job_message(client: &mut Client) -> String {
     let shown = client
@@ -135,6 +143,78 @@ async fn heartbeats_come_from_heartbeat_md_ok_answers_are_dropped_and_an_edit_re
     assert!(inbox["next_run"].is_string(), "{inbox}");
     eventually_async(|| async { job(&home, "HEARTBEAT.md").await.is_none() }).await;
     assert!(job(&home, "Broken").await.is_none());
+    drop(gateway);
+}
+
+/// The checklist of the user, as a checklist-format HEARTBEAT.md.
+const PLANTS: &str = "# Checks\n\n- check the plants and tell me if they need water\n";
+
+/// Whether every request `server` received was the first call of a run: only the
+/// system prompt and the run's brief, no earlier answer, tool result or reminder.
+fn one_call_per_run(server: &ScriptedLlm) -> bool {
+    server.requests().iter().all(|request| {
+        let messages = crate::harness::messages(&request.body);
+        messages.len() == 2 && messages[1]["role"] == "user"
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_heartbeat_answers_never_fail_cost_one_call_and_reach_the_main_session() {
+    let server = ScriptedLlm::start().await;
+    let home = bus_home(&server);
+    home.append_config("[scheduler.heartbeat]\nevery = \"every 3s\"\n");
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), PLANTS).unwrap();
+    // Plain text, as the heartbeat task asks for: quiet, then the plants, then quiet again.
+    server.push_all([Reply::text("HEARTBEAT_OK"), Reply::text("The plants need water today.")]);
+    server.push_all((0..30).map(|_| Reply::text("HEARTBEAT_OK.")));
+    let started = std::time::Instant::now();
+    let gateway = start_gateway(&home).await;
+    // A client that only watches: nobody has written, so nothing is known about the owner.
+    let mut client = watching_client(&gateway).await;
+    assert_eq!(next_job_message(&mut client).await, "[HEARTBEAT.md] The plants need water today.");
+
+    // Every 3 s for 30 s: no run fails, nothing is paused, each run is one model call.
+    while started.elapsed() < Duration::from_secs(30) {
+        let heartbeat = job(&home, "HEARTBEAT.md").await.expect("the heartbeat job");
+        assert_eq!((&heartbeat["status"], &heartbeat["failures"]), (&json!("active"), &json!(0)), "{heartbeat}");
+        assert!(heartbeat["last_error"].is_null(), "{heartbeat}");
+        assert!(one_call_per_run(&server), "a run made more than one model call: {:?}", user_messages(&server));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let runs = server.requests().len();
+    assert!(runs >= 7, "every 3 s for 30 s ran {runs} times");
+    assert!(one_call_per_run(&server));
+    assert!(user_messages(&server).iter().all(|text| text.contains("check the plants")));
+    // The alert is kept in the main session, once; the quiet runs left nothing there.
+    let main = home.session_lines("agent:main:main");
+    let delivered: Vec<&Value> = main.iter().filter(|line| line["type"] == "message").collect();
+    assert_eq!(delivered.len(), 1, "{main:?}");
+    assert_eq!(delivered[0]["content"], "[HEARTBEAT.md] The plants need water today.");
+    server.assert_clean();
+    drop(gateway);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_whose_provider_fails_is_paused_after_the_configured_failures() {
+    let server = ScriptedLlm::start().await;
+    let home = bus_home(&server);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    home.write_config(&config.replace("[llm]\n", "[llm]\nmax_retries = 0\n"));
+    home.append_config("[scheduler]\nmax_consecutive_failures = 2\n[scheduler.heartbeat]\nevery = \"every 3s\"\n");
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), PLANTS).unwrap();
+    server.push_all([Reply::server_error(500), Reply::server_error(500)]);
+    let gateway = start_gateway(&home).await;
+    let mut client = watching_client(&gateway).await;
+    let paused = job_until(&home, "HEARTBEAT.md", |job| job["status"] == "paused").await;
+    assert_eq!(paused["failures"], 2, "{paused}");
+    assert!(paused["last_error"].as_str().is_some_and(|error| error.contains("500")), "{paused}");
+    // The notice reaches the main session, where the owner can see it.
+    let notice = next_job_message(&mut client).await;
+    assert!(notice.contains("HEARTBEAT.md") && notice.contains("paused"), "{notice}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(server.requests().len(), 2, "a paused heartbeat runs no more");
     drop(gateway);
 }
 

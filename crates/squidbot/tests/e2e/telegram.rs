@@ -215,3 +215,31 @@ async fn a_channel_whose_token_is_refused_is_reported_failed_and_the_others_keep
         .collect();
     assert_eq!(listed, [("hook".to_owned(), "running".to_owned()), ("telegram".to_owned(), "failed".to_owned())]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_heartbeat_answer_reaches_the_chat_the_owner_last_wrote_from() {
+    let server = ScriptedLlm::start().await;
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let home = telegram_home(&server, &telegram, "[scheduler.heartbeat]\nevery = \"every 3s\"\n").await;
+    let _gateway = start_gateway(&home).await;
+    server.push(Reply::text("Morning!"));
+    telegram.push_user_message(OWNER, ChatKind::Private, &owner(), "good morning");
+    eventually("the owner's answer", || shown(&telegram, OWNER) == ["Morning!"]).await;
+
+    // The heartbeat starts after the owner wrote; it answers in plain words.
+    server.push(Reply::text("The plants need water today."));
+    server.push_all((0..10).map(|_| Reply::text("HEARTBEAT_OK")));
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), "- check the plants and tell me if they need water\n")
+        .unwrap();
+    let sent = telegram.wait_for_sent(2, Duration::from_secs(30)).await;
+    assert_eq!(sent[1].params["chat_id"].as_i64(), Some(OWNER));
+    eventually("the heartbeat's alert in the chat", || {
+        shown(&telegram, OWNER) == ["Morning!", "[HEARTBEAT.md] The plants need water today."]
+    })
+    .await;
+    let brief = messages(&server.requests()[1].body)[1]["content"].as_str().unwrap().to_owned();
+    assert!(brief.contains("check the plants") && brief.contains("good morning"), "session context: {brief}");
+    assert_eq!(messages(&server.requests()[1].body).len(), 2, "one call: the brief, then the answer");
+    server.assert_clean();
+}
