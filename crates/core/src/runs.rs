@@ -4,6 +4,8 @@
 //! running turns on shutdown. Results of background sub-agents are appended to their
 //! session and published as soon as the session is free.
 
+mod open;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +21,9 @@ use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEvent
 use crate::session::Session;
 use crate::store::Durability;
 use crate::tool::SharedFile;
+
+pub use open::OpenSessionLimits;
+use open::OpenSessions;
 
 /// A session shared between front ends.
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -114,13 +119,13 @@ struct ActiveRun {
 pub struct Runner {
     agent: Arc<Agent>,
     hub: Arc<EventHub>,
-    sessions: Mutex<HashMap<String, SharedSession>>,
+    /// Loaded sessions, bounded. One opened in another context than the agent's own
+    /// ([`Runner::session_in`]) is marked foreign: its people are not the owner, so
+    /// writing there is not the owner's activity.
+    sessions: Mutex<OpenSessions>,
     active: Mutex<HashMap<String, ActiveRun>>,
     tracker: TaskTracker,
     last_active: Mutex<Option<Activity>>,
-    /// Sessions opened in another context than the agent's own ([`Runner::session_in`]):
-    /// their people are not the owner, so writing there is not the owner's activity.
-    foreign: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -137,14 +142,19 @@ impl Runner {
     /// A runner for `agent` publishing to `hub`. When the agent delegates, the results of
     /// its background workers are delivered through this runner.
     pub fn new(agent: Arc<Agent>, hub: Arc<EventHub>) -> Arc<Self> {
+        Self::with_limits(agent, hub, OpenSessionLimits::default())
+    }
+
+    /// The same runner keeping at most `limits` sessions loaded.
+    pub fn with_limits(agent: Arc<Agent>, hub: Arc<EventHub>, limits: OpenSessionLimits) -> Arc<Self> {
+        let now = agent.clock().now();
         let runner = Arc::new(Self {
             agent,
             hub,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(OpenSessions::new(limits, now)),
             active: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
             last_active: Mutex::new(None),
-            foreign: Mutex::new(std::collections::HashSet::new()),
         });
         if let Some(delegation) = runner.agent.delegation() {
             delegation.set_sink(Arc::new(RunnerSink(Arc::downgrade(&runner))));
@@ -267,7 +277,7 @@ impl Runner {
 
     /// Sessions loaded in memory.
     pub fn open_sessions(&self) -> usize {
-        self.sessions.lock().map_or(0, |open| open.len())
+        self.lock_sessions().len()
     }
 
     /// Runs going on now, as (run id, session key).
@@ -287,23 +297,22 @@ impl Runner {
     /// keeps the context it was created in). Channels call this before [`Runner::start`]
     /// so a new conversation lands in the sender's or the room's context.
     pub async fn session_in(&self, key: &str, context: &str) -> Result<SharedSession, AgentError> {
-        if let Some(session) = self.sessions.lock().ok().and_then(|open| open.get(key).cloned()) {
+        if let Some(session) = self.lock_sessions().get(key, self.agent.clock().now()) {
             return Ok(session);
         }
         let (session, warnings) = self.agent.open_session_in(key, context).await?;
-        if session.header().context != self.agent.settings().context
-            && let Ok(mut foreign) = self.foreign.lock()
-        {
-            foreign.insert(key.to_owned());
-        }
+        let foreign = session.header().context != self.agent.settings().context;
         for warning in warnings {
             tracing::warn!(session = key, "{warning}");
         }
         let shared = Arc::new(tokio::sync::Mutex::new(session));
-        match self.sessions.lock() {
-            Ok(mut open) => Ok(open.entry(key.to_owned()).or_insert(shared).clone()),
-            Err(_) => Ok(shared),
-        }
+        Ok(self.lock_sessions().insert(key, shared, foreign, self.agent.clock().now()))
+    }
+
+    /// The loaded sessions. Every change to them is a single insert or removal, so they
+    /// are consistent after a panic elsewhere and a poisoned lock is used as it is.
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, OpenSessions> {
+        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Starts a fresh conversation in `key` (waits for a running turn of it to end).
@@ -333,7 +342,11 @@ impl Runner {
             None => crate::ids::session_id(),
         };
         let cancel = CancellationToken::new();
-        let foreign = self.foreign.lock().is_ok_and(|foreign| foreign.contains(&request.session_key));
+        let foreign = {
+            let mut sessions = self.lock_sessions();
+            sessions.make_room(self.agent.clock().now());
+            sessions.is_foreign(&request.session_key)
+        };
         if !foreign {
             self.note_activity(&request.origin, &request.session_key);
         }
@@ -543,7 +556,7 @@ impl AgentEvents for Turn<'_> {
 mod tests {
     use std::path::PathBuf;
 
-    use squidbot_types::Usage;
+    use squidbot_types::{ChatMessage, Usage};
 
     use super::*;
     use crate::agent::AgentSettings;
@@ -582,6 +595,10 @@ mod tests {
     }
 
     fn runner() -> Arc<Runner> {
+        runner_with(OpenSessionLimits::default())
+    }
+
+    fn runner_with(limits: OpenSessionLimits) -> Arc<Runner> {
         let settings = AgentSettings {
             model: "fake/echo".into(),
             max_turns: 4,
@@ -601,7 +618,7 @@ mod tests {
             Arc::new(SystemClock),
             settings,
         );
-        Runner::new(Arc::new(agent), EventHub::new())
+        Runner::with_limits(Arc::new(agent), EventHub::new(), limits)
     }
 
     async fn collect(handle: &mut RunHandle) -> Vec<Arc<TurnEvent>> {
@@ -728,5 +745,28 @@ mod tests {
         let session = runner.session("telegram:stranger").await.unwrap();
         assert_eq!(session.lock().await.header().context, "user:telegram:stranger");
         assert_eq!(runner.last_active().unwrap().session_key, "telegram:owner");
+    }
+
+    #[tokio::test]
+    async fn a_stream_of_one_turn_sessions_keeps_a_bounded_number_loaded_and_each_one_intact() {
+        let runner = runner_with(OpenSessionLimits { max_open: 8, idle: Duration::from_secs(3600) });
+        for index in 0..200 {
+            let request = RunRequest {
+                session_key: format!("user-{index}"),
+                input: format!("hi {index}"),
+                images: Vec::new(),
+                origin: "openai".into(),
+                run_id: None,
+                correlation_id: None,
+            };
+            let mut handle = runner.start(request).unwrap();
+            collect(&mut handle).await;
+            assert!(runner.open_sessions() <= 8, "{} loaded after {index}", runner.open_sessions());
+        }
+        // A dropped session loads again from the store with its history.
+        let first = runner.session("user-0").await.unwrap();
+        let history = first.lock().await.history();
+        assert_eq!(history.len(), 2, "{history:?}");
+        assert!(matches!(&history[1], ChatMessage::Assistant { content, .. } if content == "echo: hi 0"));
     }
 }

@@ -178,6 +178,15 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
             problem: format!("{:?} is not a duration such as 90s, 30m, 24h or 7d", config.sessions.archive_after),
         });
     }
+    if crate::housekeeping::parse_duration(&config.sessions.unload_after).is_none_or(|idle| idle.is_zero()) {
+        issues.push(ConfigIssue {
+            key: "sessions.unload_after".into(),
+            problem: format!("{:?} is not a duration such as 90s, 15m or 1h", config.sessions.unload_after),
+        });
+    }
+    if config.sessions.max_open == 0 {
+        issues.push(ConfigIssue { key: "sessions.max_open".into(), problem: "must be at least 1".into() });
+    }
     issues.extend(scheduler_issues(&config.scheduler));
     issues.extend(crate::channels::settings::issues(config));
     let memory = &config.memory;

@@ -144,6 +144,16 @@ impl Environment {
         })
     }
 
+    /// How many sessions a long-running runner keeps loaded, and for how long (`[sessions]`).
+    pub fn open_session_limits(&self) -> squidbot_core::runs::OpenSessionLimits {
+        let sessions = &self.config().sessions;
+        let defaults = squidbot_core::runs::OpenSessionLimits::default();
+        squidbot_core::runs::OpenSessionLimits {
+            max_open: sessions.max_open.max(1),
+            idle: parse_duration(&sessions.unload_after).filter(|idle| !idle.is_zero()).unwrap_or(defaults.idle),
+        }
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.loaded.config

@@ -222,11 +222,16 @@ impl Default for MemoryConfig {
 pub struct SessionsConfig {
     /// Idle time after which a session is archived (memories extracted first): `90s`, `30m`, `24h`, `7d`.
     pub archive_after: String,
+    /// Sessions a long-running process (the gateway) keeps loaded in memory at most; the
+    /// least recently used one nobody is using is dropped first (it loads again on use).
+    pub max_open: usize,
+    /// Idle time after which a loaded session nobody is using is dropped from memory.
+    pub unload_after: String,
 }
 
 impl Default for SessionsConfig {
     fn default() -> Self {
-        Self { archive_after: "24h".into() }
+        Self { archive_after: "24h".into(), max_open: 256, unload_after: "15m".into() }
     }
 }
 

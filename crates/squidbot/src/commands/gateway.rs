@@ -129,7 +129,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
         .await
         .with_context(|| format!("can't listen on {address}:{port}"))?;
-    let runner = Runner::new(agent, EventHub::new());
+    let runner = Runner::with_limits(agent, EventHub::new(), environment.open_session_limits());
     let shutdown = CancellationToken::new();
     let scheduler = crate::jobs::start(environment, &runner, shutdown.clone()).await?;
     services.jobs = Some(JobServices {
