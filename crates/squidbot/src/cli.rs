@@ -2,9 +2,19 @@
 
 use clap::{Args, Parser, Subcommand};
 
-/// squidbot: a self-hosted AI assistant gateway.
+/// squidbot: a self-hosted AI assistant.
+///
+/// Chat with it in the terminal (`squidbot agent`), or run the gateway (`squidbot
+/// gateway`) to reach it from the web UI, Telegram, Discord, Slack, Matrix, email,
+/// webhooks, and OpenClaw or OpenAI-API clients. It works with files and a sandboxed
+/// shell, remembers what matters, and runs scheduled jobs and heartbeats.
 #[derive(Debug, Parser)]
-#[command(name = "squidbot", version, about, propagate_version = true)]
+#[command(
+    name = "squidbot",
+    version,
+    propagate_version = true,
+    after_help = "Start with `squidbot onboard`, then `squidbot agent`. Files live in ~/.squidbot ($SQUIDBOT_HOME)."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -14,37 +24,43 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Set up config.toml and a default workspace.
+    /// Set up squidbot: pick a provider and model, write config.toml and the workspace
+    /// files that shape the assistant.
     Onboard(OnboardArgs),
-    /// Chat with the assistant (REPL), or send one message with -m.
+    /// Chat with the assistant in the terminal, or send one message with -m and print the
+    /// reply.
     Agent(AgentArgs),
-    /// Run the gateway server (OpenAI-compatible API and health) until Ctrl-C.
+    /// Run the assistant as a server until Ctrl-C: the web UI, the chat channels,
+    /// scheduled jobs and heartbeats, the OpenClaw and OpenAI-compatible APIs, health and
+    /// metrics, all on one port.
     Gateway(GatewayArgs),
-    /// Show configuration, providers, workspace and prompt size.
+    /// Show the model, providers and whether their keys are found, the workspace, the
+    /// prompt size and memory.
     Status(JsonFlag),
     /// Check the installation (config, database, workspace) and report which sandbox
     /// runs commands and why.
     Doctor(JsonFlag),
-    /// Inspect the configuration.
+    /// Show, locate or check the configuration.
     Config {
         /// Which config action.
         #[command(subcommand)]
         action: ConfigAction,
     },
-    /// Inspect sessions.
+    /// List, read and archive conversations (sessions).
     Sessions {
         /// Which sessions action.
         #[command(subcommand)]
         action: SessionsAction,
     },
-    /// Inspect and edit long-term memory.
+    /// See and change what the assistant remembers: memories and memory.md.
     Memory {
         /// Which memory action.
         #[command(subcommand)]
         action: MemoryAction,
     },
-    /// Run the system jobs that are due now (TTL expiry, archival, bulletin, vectors).
-    /// The REPL runs them on its own while it is open.
+    /// Run squidbot's housekeeping now: expire memories, archive idle sessions, refresh the
+    /// memory bulletin, embed memories that have no vector. The gateway and the REPL run
+    /// it on their own.
     Maintenance,
     /// Send a message to an agent over the agent bus: through the running gateway, or
     /// into the target's trigger file when no gateway answers.
@@ -55,7 +71,8 @@ pub enum Command {
         #[command(subcommand)]
         action: WorkersAction,
     },
-    /// Manage scheduled jobs in the database; works whether or not a gateway runs.
+    /// Add, list, pause, resume, remove or run scheduled jobs; works whether or not a
+    /// gateway runs.
     Cron {
         /// Which cron action.
         #[command(subcommand)]
@@ -67,8 +84,8 @@ pub enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
-    /// Who may talk to the assistant on the chat channels: approved senders and pairing
-    /// codes waiting for approval.
+    /// Decide who may talk to the assistant on the chat channels: approved senders and
+    /// pairing codes waiting for approval.
     Users {
         /// Which users action.
         #[command(subcommand)]
@@ -110,7 +127,7 @@ pub enum WorkersAction {
 pub enum CronAction {
     /// List jobs: id, name, schedule, timezone, next run, last run, status, failures.
     List(JsonFlag),
-    /// Add a job.
+    /// Add a job: a message the assistant runs on a schedule, its reply delivered to you.
     Add(CronAddArgs),
     /// Delete a job.
     Remove {
@@ -171,7 +188,7 @@ pub enum SkillsAction {
         name: String,
     },
     /// Install a skill into $SQUIDBOT_HOME/skills from a local directory, a local git
-    /// repository or a git URL (`file://`, `https://`, `ssh://`, `git@host:path`).
+    /// repository or a git URL (`file://`, `https://`, `ssh://`, `git://`, `git@host:path`).
     Install {
         /// Where the skill is.
         source: String,
@@ -196,7 +213,8 @@ pub enum MemoryAction {
         #[arg(long)]
         json: bool,
     },
-    /// Recall memories for a query (hybrid when an embedder is configured).
+    /// Find memories for a query (full-text, plus vectors when memory.embedding_model is
+    /// set).
     Search {
         /// What to look for.
         query: String,
@@ -323,7 +341,7 @@ pub struct AgentArgs {
     /// Send one message, print the reply, exit.
     #[arg(short, long)]
     pub message: Option<String>,
-    /// Session key.
+    /// The conversation to continue (its session key).
     #[arg(long, default_value = "cli:local")]
     pub session: String,
     /// Model to use instead of the configured one, `provider/model`.
@@ -345,7 +363,7 @@ pub enum ConfigAction {
 /// `squidbot sessions …`.
 #[derive(Debug, Subcommand)]
 pub enum SessionsAction {
-    /// List sessions.
+    /// List sessions, most recently active first.
     List(JsonFlag),
     /// Print a session's active branch.
     Show {

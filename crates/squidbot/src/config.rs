@@ -184,6 +184,12 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
             problem: format!("{:?} is not a duration such as 90s, 15m or 1h", config.sessions.unload_after),
         });
     }
+    if crate::housekeeping::parse_duration(&config.sessions.keep_job_runs).is_none() {
+        issues.push(ConfigIssue {
+            key: "sessions.keep_job_runs".into(),
+            problem: format!("{:?} is not a duration such as 12h, 7d or 30d", config.sessions.keep_job_runs),
+        });
+    }
     if config.sessions.max_open == 0 {
         issues.push(ConfigIssue { key: "sessions.max_open".into(), problem: "must be at least 1".into() });
     }

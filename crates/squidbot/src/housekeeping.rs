@@ -21,6 +21,9 @@ use crate::indexed_sessions::unix_now;
 /// Characters of a transcript sent for extraction at archival (the most recent part).
 const ARCHIVE_TRANSCRIPT_CHARS: usize = 60_000;
 
+/// Job runs deleted in one pass at most (a first pass after an upgrade may find years).
+const PRUNE_BATCH: usize = 1_000;
+
 /// Everything the jobs need.
 pub struct Housekeeping {
     /// Memory service.
@@ -39,6 +42,8 @@ pub struct Housekeeping {
     pub workspace: Arc<dyn WorkspaceFiles>,
     /// Idle time before archival.
     pub archive_after: Duration,
+    /// Age after which the sessions of job runs are deleted.
+    pub keep_job_runs: Duration,
     /// Contexts served (the owner for now).
     pub contexts: Vec<String>,
 }
@@ -62,6 +67,7 @@ impl Housekeeping {
             "ttl_expiry" => Ok(format!("{} expired memories deleted", self.memories.expire().await?)),
             "vector_backfill" => Ok(format!("{} memories embedded", self.memories.backfill_vectors(256).await?)),
             "archive_idle" => Ok(format!("{} idle sessions archived", self.archive_idle().await?)),
+            "prune_job_runs" => Ok(format!("{} finished job runs deleted", self.prune_job_runs().await?)),
             "memory_bulletin" => Ok(format!("{} bulletins refreshed", self.refresh_bulletins().await?)),
             other => bail!("there is no system job {other:?}"),
         }
@@ -80,6 +86,24 @@ impl Housekeeping {
         Ok(archived)
     }
 
+    /// Deletes the sessions of job runs last touched longer than `keep_job_runs` ago (a
+    /// run's reply is already in the session it was delivered to), oldest first, at most
+    /// a thousand a pass. Returns how many were deleted.
+    async fn prune_job_runs(&self) -> Result<usize> {
+        let before = unix_now() - i64::try_from(self.keep_job_runs.as_secs()).unwrap_or(i64::MAX);
+        let mut deleted = 0;
+        for key in self.index.job_runs_before(before, PRUNE_BATCH)? {
+            match self.sessions.remove(&key).await {
+                Ok(_) => {
+                    self.index.remove(&key)?;
+                    deleted += 1;
+                }
+                Err(error) => tracing::warn!(session = %key, "can't delete a finished job run: {error}"),
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Extracts memories from a session and marks it archived. A failed extraction
     /// leaves the session active so a later run retries it.
     pub async fn archive(&self, key: &str) -> Result<Archived> {
@@ -96,8 +120,10 @@ impl Housekeeping {
         }
         let mut saved = 0;
         // A sub-agent's transcript is tool work whose result is already in its owner's
-        // session (which is mined in turn): archive it without another model call.
-        if !transcript.trim().is_empty() && !squidbot_core::delegation::is_worker_session(key) {
+        // session (which is mined in turn), and a job run's reply is in the session it was
+        // delivered to: archive those without another model call.
+        let mined_elsewhere = squidbot_core::delegation::is_worker_session(key) || self.index.is_job_run(key)?;
+        if !transcript.trim().is_empty() && !mined_elsewhere {
             let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
             let output = compactor::summarize(
                 self.provider.as_ref(),

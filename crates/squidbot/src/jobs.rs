@@ -18,7 +18,7 @@ use squidbot_core::runs::{RunRequest, Runner, UserMessage};
 use squidbot_core::scheduler::{
     JobControl, JobExecutor, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings, pause_notice,
 };
-use squidbot_store::SqliteJobStore;
+use squidbot_store::{SqliteJobStore, SqliteSessionIndex};
 use squidbot_types::ChatMessage;
 use tokio_util::sync::CancellationToken;
 
@@ -67,6 +67,8 @@ pub struct JobRunner {
     /// Print replies and notices instead of delivering them (`squidbot cron run` without
     /// a gateway).
     echo: bool,
+    /// Where the sessions of runs are marked as such, so `prune_job_runs` can delete them.
+    runs: Option<SqliteSessionIndex>,
 }
 
 impl JobRunner {
@@ -77,7 +79,22 @@ impl JobRunner {
         housekeeping: Option<Arc<Housekeeping>>,
         preferred_channel: Option<String>,
     ) -> Self {
-        Self { runner, housekeeping, preferred_channel, chat_channels: Vec::new(), echo: false }
+        Self { runner, housekeeping, preferred_channel, chat_channels: Vec::new(), echo: false, runs: None }
+    }
+
+    /// The same runner marking the sessions of its runs in `index`.
+    pub fn marking_runs_in(mut self, index: SqliteSessionIndex) -> Self {
+        self.runs = Some(index);
+        self
+    }
+
+    /// Marks `session_key` as made by a run of `job` (a failure is logged: at worst the
+    /// session is kept like any other).
+    fn mark_run(&self, job: &Job, session_key: &str) {
+        let Some(index) = &self.runs else { return };
+        if let Err(error) = index.mark_job_run(session_key, &job.owner_context, &job.id, unix_ms() / 1000) {
+            tracing::warn!(job = %job.id, session = session_key, %error, "can't mark the session of a job run");
+        }
     }
 
     /// The same runner delivering to these chat channels too.
@@ -159,8 +176,10 @@ impl JobRunner {
     }
 
     async fn run_turn(&self, job: &Job, input: String) -> Result<String, String> {
+        let session_key = format!("job:{}:{}", job.id, unix_ms());
+        self.mark_run(job, &session_key);
         let request = RunRequest {
-            session_key: format!("job:{}:{}", job.id, unix_ms()),
+            session_key,
             input,
             images: Vec::new(),
             origin: "job".to_owned(),
@@ -203,7 +222,11 @@ impl JobRunner {
             correlation_id: squidbot_core::ids::correlation_id(),
             cancel: CancellationToken::new(),
         };
-        match delegation.delegate(request, &parent).await {
+        let delegated = delegation.delegate(request, &parent).await;
+        if let Ok(Delegated::Finished(report)) = &delegated {
+            self.mark_run(job, &report.worker.session_key);
+        }
+        match delegated {
             Ok(Delegated::Finished(report)) if report.state == WorkerState::Done => Ok(report.result),
             Ok(Delegated::Finished(report)) => {
                 Err(format!("the heartbeat worker {}: {}", report.state.as_str(), report.result))
@@ -374,7 +397,9 @@ pub async fn run_here(environment: &crate::wiring::Environment, store: &SqliteJo
         JobKind::System => Some(Arc::new(environment.housekeeping()?)),
         JobKind::User | JobKind::Heartbeat => None,
     };
-    let executor = JobRunner::new(runner.clone(), housekeeping, None).printing();
+    let executor = JobRunner::new(runner.clone(), housekeeping, None)
+        .printing()
+        .marking_runs_in(SqliteSessionIndex::new(environment.database()?));
     let outcome = executor.execute(job, RunTrigger::Manual).await;
     runner.drain().await;
     let record = RunRecord { at: unix_ms(), outcome: RunOutcome::of(&outcome) };
@@ -400,6 +425,7 @@ pub fn system_jobs(bulletin_every: Duration, now: Timestamp) -> Vec<Job> {
         ("ttl_expiry", "every 10m", "Delete memories past their time to live."),
         ("vector_backfill", "every 10m", "Embed memories saved without a vector."),
         ("archive_idle", "every 10m", "Archive idle sessions after extracting their memories."),
+        ("prune_job_runs", "every 1h", "Delete the sessions of job runs older than sessions.keep_job_runs."),
         ("memory_bulletin", bulletin.as_str(), "Refresh the memory bulletin."),
     ]
     .into_iter()
@@ -630,7 +656,8 @@ pub async fn start(
         .collect();
     let executor = Arc::new(
         JobRunner::new(runner.clone(), housekeeping, config.preferred_channel.clone())
-            .with_chat_channels(chat_channels),
+            .with_chat_channels(chat_channels)
+            .marking_runs_in(squidbot_store::SqliteSessionIndex::new(environment.database()?)),
     );
     let mut sync = HeartbeatSync::new(store.clone(), &environment.workspace(), config, environment.job_zone());
     sync.check().await;

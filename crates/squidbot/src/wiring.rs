@@ -130,6 +130,9 @@ impl Environment {
         let archive_after = parse_duration(&config.sessions.archive_after).with_context(|| {
             format!("sessions.archive_after: {:?} is not a duration", config.sessions.archive_after)
         })?;
+        let keep_job_runs = parse_duration(&config.sessions.keep_job_runs).with_context(|| {
+            format!("sessions.keep_job_runs: {:?} is not a duration", config.sessions.keep_job_runs)
+        })?;
         let database = self.database()?;
         Ok(Housekeeping {
             memories: self.memories()?,
@@ -140,6 +143,7 @@ impl Environment {
             model: self.memory_model()?,
             workspace: Arc::new(FsWorkspace::new(self.workspace())),
             archive_after,
+            keep_job_runs,
             contexts: vec![OWNER_CONTEXT.to_owned()],
         })
     }

@@ -57,6 +57,32 @@ impl JsonlSessionStore {
         &self.sessions_dir
     }
 
+    /// Deletes session `key`: its file and the `<key>.files` directory of its
+    /// attachments, if any. False when there was no file.
+    pub async fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        let file_stem = encode_key(key)?;
+        let path = self.path_for(&file_stem);
+        let attachments = self.sessions_dir.join(format!("{file_stem}.files"));
+        // Holding the lock keeps a concurrent append from recreating half a file.
+        let guard = self.locks.acquire(&file_stem).await;
+        let owned_key = key.to_owned();
+        run_blocking("delete", key, move || {
+            let removed = match std::fs::remove_file(&path) {
+                Ok(()) => true,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+                Err(error) => return Err(file::io_error("delete", &owned_key, &path, &error)),
+            };
+            match std::fs::remove_dir_all(&attachments) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(file::io_error("delete", &owned_key, &attachments, &error)),
+            }
+            drop(guard);
+            Ok(removed)
+        })
+        .await
+    }
+
     /// Directory syncs run so far (tests).
     #[cfg(test)]
     fn directory_sync_count(&self) -> u64 {
@@ -185,6 +211,34 @@ impl KeyLocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_removed_session_is_gone_with_its_attachments_and_others_stay() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = JsonlSessionStore::new(directory.path().to_path_buf());
+        for key in ["job:abc:1", "cli:local"] {
+            let header = SessionHeader {
+                kind: squidbot_types::session::HeaderTag::Header,
+                version: 1,
+                id: format!("id-{key}"),
+                key: key.to_owned(),
+                context: "owner".into(),
+                created: "2026-11-27T00:00:00Z".into(),
+            };
+            store.create(&header).await.unwrap();
+        }
+        let attachments = directory.path().join(format!("{}.files", encode_key("job:abc:1").unwrap()));
+        std::fs::create_dir_all(&attachments).unwrap();
+        std::fs::write(attachments.join("photo.jpg"), b"jpeg").unwrap();
+        assert!(store.remove("job:abc:1").await.unwrap());
+        assert!(store.load("job:abc:1").await.unwrap().is_none());
+        assert!(!attachments.exists());
+        assert!(!store.remove("job:abc:1").await.unwrap(), "a second removal finds nothing");
+        // A key can't reach outside its own file.
+        assert!(!store.remove("../cli:local").await.unwrap());
+        assert!(store.remove("").await.is_err());
+        assert!(store.load("cli:local").await.unwrap().is_some());
+    }
 
     #[tokio::test]
     async fn idle_locks_are_dropped() {

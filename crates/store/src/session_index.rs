@@ -219,6 +219,62 @@ impl SqliteSessionIndex {
             .map_err(DatabaseError::query("archive a session"))
     }
 
+    /// Marks session `key` (of `context`) as made by a run of job `job_id`, indexing it
+    /// now if its first activity is not recorded yet.
+    pub fn mark_job_run(&self, key: &str, context: &str, job_id: &str, at_unix: i64) -> Result<(), DatabaseError> {
+        self.database
+            .with_connection(|connection| {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO sessions \
+                         (key, context, status, created_at, updated_at, archived_at, message_count, job_id) \
+                         VALUES (?1, ?2, 'active', ?3, ?3, NULL, 0, ?4) \
+                         ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id",
+                    )?
+                    .execute(params![key, context, at_unix, job_id])
+            })
+            .map(|_| ())
+            .map_err(DatabaseError::query("mark a job run's session"))
+    }
+
+    /// Whether session `key` was made by a job run.
+    pub fn is_job_run(&self, key: &str) -> Result<bool, DatabaseError> {
+        self.database
+            .with_connection(|connection| {
+                connection
+                    .prepare_cached("SELECT job_id IS NOT NULL FROM sessions WHERE key = ?1")?
+                    .query_row([key], |row| row.get::<_, bool>(0))
+                    .optional()
+            })
+            .map(|found| found.unwrap_or(false))
+            .map_err(DatabaseError::query("read a session"))
+    }
+
+    /// Up to `limit` sessions of job runs last updated before `before_unix`, oldest first.
+    pub fn job_runs_before(&self, before_unix: i64, limit: usize) -> Result<Vec<String>, DatabaseError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.database
+            .with_connection(|connection| {
+                let mut statement = connection.prepare_cached(
+                    "SELECT key FROM sessions WHERE job_id IS NOT NULL AND updated_at < ?1 \
+                     ORDER BY updated_at, key LIMIT ?2",
+                )?;
+                let rows = statement.query_map(params![before_unix, limit], |row| row.get(0))?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .map_err(DatabaseError::query("list old job runs"))
+    }
+
+    /// Forgets session `key`; false when it was not indexed.
+    pub fn remove(&self, key: &str) -> Result<bool, DatabaseError> {
+        self.database
+            .with_connection(|connection| {
+                connection.prepare_cached("DELETE FROM sessions WHERE key = ?1")?.execute([key])
+            })
+            .map(|removed| removed > 0)
+            .map_err(DatabaseError::query("forget a session"))
+    }
+
     /// The session `key`, if indexed.
     pub fn get(&self, key: &str) -> Result<Option<SessionIndexEntry>, DatabaseError> {
         self.database
@@ -273,5 +329,29 @@ mod tests {
             assert_eq!(SessionStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(SessionStatus::parse("deleted"), None);
+    }
+
+    #[test]
+    fn job_runs_are_marked_listed_by_age_and_forgotten_and_activity_keeps_the_mark() {
+        let directory = tempfile::tempdir().unwrap();
+        let index = SqliteSessionIndex::new(Database::open(&directory.path().join("squidbot.db")).unwrap());
+        // Marked before its first activity is recorded, and after.
+        index.mark_job_run("worker:heartbeat:a1", "owner", "hb-1", 100).unwrap();
+        index.record_activity("worker:heartbeat:a1", "owner", 110, 2).unwrap();
+        index.record_activity("job:rep:1", "owner", 200, 2).unwrap();
+        index.mark_job_run("job:rep:1", "owner", "rep", 200).unwrap();
+        index.record_activity("cli:local", "owner", 50, 4).unwrap();
+        assert!(index.is_job_run("worker:heartbeat:a1").unwrap() && index.is_job_run("job:rep:1").unwrap());
+        assert!(!index.is_job_run("cli:local").unwrap() && !index.is_job_run("nowhere").unwrap());
+        let entry = index.get("worker:heartbeat:a1").unwrap().unwrap();
+        assert_eq!((entry.message_count, entry.updated_at), (2, 110), "{entry:?}");
+
+        assert_eq!(index.job_runs_before(150, 10).unwrap(), ["worker:heartbeat:a1"]);
+        assert_eq!(index.job_runs_before(1_000, 10).unwrap(), ["worker:heartbeat:a1", "job:rep:1"]);
+        assert_eq!(index.job_runs_before(1_000, 1).unwrap(), ["worker:heartbeat:a1"]);
+        assert!(index.remove("worker:heartbeat:a1").unwrap());
+        assert!(!index.remove("worker:heartbeat:a1").unwrap());
+        assert_eq!(index.job_runs_before(1_000, 10).unwrap(), ["job:rep:1"]);
+        assert!(index.get("cli:local").unwrap().is_some(), "other sessions stay");
     }
 }

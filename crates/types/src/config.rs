@@ -227,11 +227,14 @@ pub struct SessionsConfig {
     pub max_open: usize,
     /// Idle time after which a loaded session nobody is using is dropped from memory.
     pub unload_after: String,
+    /// Age after which the sessions of finished job and heartbeat runs are deleted (their
+    /// replies stay in the session they were delivered to).
+    pub keep_job_runs: String,
 }
 
 impl Default for SessionsConfig {
     fn default() -> Self {
-        Self { archive_after: "24h".into(), max_open: 256, unload_after: "15m".into() }
+        Self { archive_after: "24h".into(), max_open: 256, unload_after: "15m".into(), keep_job_runs: "7d".into() }
     }
 }
 

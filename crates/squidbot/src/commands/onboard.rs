@@ -190,7 +190,8 @@ fn toml_string(value: &str) -> String {
 }
 
 fn write_config(path: &Path, answers: &Answers) -> Result<()> {
-    let mut text = String::from("# squidbot configuration. Reference: the README's \"Configuration\" section.\n\n");
+    let mut text =
+        String::from("# squidbot configuration. Reference: docs/configuration.md in the squidbot repository.\n\n");
     text.push_str(&format!("[llm]\nmodel = {}\n\n", toml_string(&answers.model)));
     text.push_str(&format!("[providers.{}]\n", answers.provider));
     text.push_str(&format!("kind = {}\n", toml_string(&answers.kind)));

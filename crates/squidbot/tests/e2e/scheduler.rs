@@ -351,3 +351,58 @@ async fn where_the_owner_last_wrote_survives_a_gateway_restart() {
     drop(gateway);
     server.assert_clean();
 }
+
+/// Session files in the home's sessions directory whose name starts with `prefix`.
+fn session_files(home: &Home, prefix: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(home.path().join("sessions")) else { return Vec::new() };
+    entries
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(prefix) && name.ends_with(".jsonl"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_job_runs_are_deleted_after_sessions_keep_job_runs_and_other_sessions_stay() {
+    let server = ScriptedLlm::start().await;
+    let home = bus_home(&server);
+    home.append_config("[sessions]\nkeep_job_runs = \"1s\"\n[scheduler.heartbeat]\nevery = \"every 3s\"\n");
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), PLANTS).unwrap();
+    server.push_all([Reply::text("HEARTBEAT_OK"), Reply::text("HEARTBEAT_OK")]);
+    let gateway = start_gateway(&home).await;
+    // Two runs recorded (a run is recorded after it ended and marked its session).
+    let first = job_until(&home, "HEARTBEAT.md", |job| job["last_run"].is_string()).await;
+    job_until(&home, "HEARTBEAT.md", |job| job["last_run"].is_string() && job["last_run"] != first["last_run"]).await;
+    drop(gateway);
+    let heartbeat_calls = server.requests().len();
+    assert_eq!(heartbeat_calls, 2);
+    // A user job run here, without a gateway: a `job:` session of its own.
+    server.push(Reply::text("Report written."));
+    let added = home
+        .run(&["cron", "add", "--name", "report", "--schedule", "daily 09:00", "--message", "Write it", "--json"])
+        .await
+        .success();
+    let id = serde_json::from_str::<Value>(&added.stdout).unwrap()["id"].as_str().unwrap().to_owned();
+    home.run(&["cron", "run", &id]).await.success();
+    // A conversation of the owner's, which must stay.
+    server.push(Reply::text("Hello."));
+    home.run(&["agent", "-m", "hi"]).await.success();
+    assert_eq!(server.requests().len(), heartbeat_calls + 2, "the script stayed in step");
+    let workers = session_files(&home, "worker:heartbeat:");
+    assert!(workers.len() >= 2, "{workers:?}");
+    assert_eq!(session_files(&home, &format!("job:{id}:")).len(), 1);
+
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let run = home.run(&["maintenance"]).await.success();
+    let line = run.stdout.lines().find(|line| line.starts_with("prune_job_runs:")).expect("the prune line").to_owned();
+    assert_eq!(line, format!("prune_job_runs: {} finished job runs deleted", workers.len() + 1), "{}", run.stdout);
+    assert!(session_files(&home, "worker:").is_empty() && session_files(&home, "job:").is_empty());
+    assert_eq!(session_files(&home, "cli:local").len(), 1, "the owner's conversation stays");
+    let listed = home.run(&["sessions", "list", "--json"]).await.success().stdout;
+    assert!(
+        !listed.contains("worker:heartbeat:") && !listed.contains("job:") && listed.contains("cli:local"),
+        "{listed}"
+    );
+    let again = home.run(&["maintenance"]).await.success();
+    assert!(again.stdout.contains("prune_job_runs: 0 finished job runs deleted"), "{}", again.stdout);
+}

@@ -31,6 +31,7 @@ const MIGRATIONS: &[Migration] = &[
         file: "0006_channel_access.sql",
         sql: include_str!("../../migrations/0006_channel_access.sql"),
     },
+    Migration { number: 7, file: "0007_job_runs.sql", sql: include_str!("../../migrations/0007_job_runs.sql") },
 ];
 
 /// Schema version this build writes (and the newest it can open).
