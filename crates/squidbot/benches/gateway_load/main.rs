@@ -9,7 +9,8 @@
 //! `GATEWAY_BENCH_LATENCY_MS` (200), `GATEWAY_BENCH_PHASES`
 //! (`startup,relay,load,floor`),
 //! `GATEWAY_BENCH_HOLD_SECS` (keep the loaded gateway running that long, to attach a
-//! profiler), `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds;
+//! profiler), `GATEWAY_BENCH_SOAK_SESSIONS` (100000) and `GATEWAY_BENCH_SOAK_TURNS` (10000)
+//! for the `soak` phase (not in the default phases: it runs for many minutes), `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds;
 //! `MALLOC_ARENA_MAX` and `RUST_LOG` are passed on to the gateway.
 
 mod client;
@@ -17,6 +18,7 @@ mod load;
 mod null_gateway;
 mod processes;
 mod relay;
+mod soak;
 mod startup;
 mod stats;
 
@@ -38,6 +40,9 @@ struct Settings {
     phases: Vec<String>,
     /// How long to keep the loaded gateway running for a profiler or debugger.
     hold: Option<Duration>,
+    /// One-turn sessions, then turns on one session, of the soak phase.
+    soak_sessions: usize,
+    soak_turns: usize,
 }
 
 impl Settings {
@@ -60,6 +65,8 @@ impl Settings {
                 .map(|seconds| seconds.parse().map(Duration::from_secs))
                 .transpose()
                 .context("GATEWAY_BENCH_HOLD_SECS is not a number")?,
+            soak_sessions: number("GATEWAY_BENCH_SOAK_SESSIONS", 100_000)?,
+            soak_turns: number("GATEWAY_BENCH_SOAK_TURNS", 10_000)?,
         })
     }
 
@@ -105,6 +112,35 @@ fn run() -> Result<()> {
         open_files_suffice(settings.clients)?;
         runtime.block_on(floor_phase(&settings, work.path()))?;
     }
+    if settings.runs("soak") {
+        runtime.block_on(soak_phase(&settings, work.path()))?;
+    }
+    Ok(())
+}
+
+/// Many one-turn sessions, then many turns on one session, against a provider that
+/// answers at once: the gateway's memory and descriptors must come back to flat.
+async fn soak_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+    let provider_log = work.join("provider-soak.log");
+    let provider = scripted_llm(&["--reply", "Noted."], &provider_log)?;
+    let (home, gateway) = healthy_gateway(&provider)?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = gateway.memory()?;
+    println!("\n## soak: memory and descriptors over many sessions and a long one (default config)");
+    println!("idle (healthy + 1 s): {idle}");
+    let parts = soak::run(&gateway, settings.soak_sessions, settings.soak_turns).await?;
+    for part in &parts {
+        soak::print(part);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let end = gateway.memory()?;
+    println!(
+        "at the end (+ 2 s): {end}; {:+.1} MiB over idle",
+        (end.resident_kib as f64 - idle.resident_kib as f64) / 1024.0
+    );
+    report_problems("gateway", &home.log());
+    report_problems("provider", &provider_log);
+    drop(gateway);
     Ok(())
 }
 
