@@ -38,9 +38,9 @@ fn linker_script(list: &str) -> String {
     let mut script = String::from("SECTIONS\n{\n  .text.hot :\n  {\n");
     for line in list.lines() {
         let pattern = line.trim().split('\'').next().unwrap_or_default();
-        let plain = pattern
-            .strip_prefix(".text.")
-            .is_some_and(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$*".contains(c)));
+        let plain = pattern.strip_prefix(".text.").is_some_and(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$*".contains(c))
+        });
         let address = pattern.starts_with(".text.0x");
         if plain && !address && seen.insert(pattern) {
             script.push_str("    *(");

@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use jiff::Timestamp;
 use squidbot_channels::{
-    ChannelError, ChannelErrorKind, InboundSink, RandomSource, SeededRandom, SinkClosed, SystemRandom,
+    Backoff, ChannelError, ChannelErrorKind, InboundSink, RandomSource, SeededRandom, SinkClosed, SystemRandom,
 };
 use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 use tokio_tungstenite::connect_async;
@@ -490,7 +490,7 @@ async fn finish(slot: &mut Option<(Option<u64>, Delivery<'_>)>) -> (Option<u64>,
 
 /// The pause after `failures` failed connections in a row: 1, 2, 4, 8, 16 s.
 fn backoff(failures: u32) -> Duration {
-    Duration::from_secs(1 << failures.saturating_sub(1).min(4))
+    Backoff::doubling(Duration::from_secs(1), Duration::from_secs(16)).nominal(failures)
 }
 
 #[cfg(test)]

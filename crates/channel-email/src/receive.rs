@@ -17,7 +17,7 @@ use async_imap::types::{Fetch, UnsolicitedResponse};
 use futures_util::TryStreamExt;
 use jiff::Timestamp;
 use squidbot_channels::{
-    ChannelError, ChannelErrorKind, Conversation, ConversationKind, InboundMessage, InboundSink, Sender,
+    Backoff, ChannelError, ChannelErrorKind, Conversation, ConversationKind, InboundMessage, InboundSink, Sender,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -398,8 +398,7 @@ impl<'a> Receiver<'a> {
 
 /// The wait after `failed_attempts` failures in a row: 1 s doubling, at most 30 s.
 fn backoff(failed_attempts: u32) -> Duration {
-    let doublings = failed_attempts.saturating_sub(1).min(16);
-    FIRST_BACKOFF.saturating_mul(1 << doublings).min(MAX_BACKOFF)
+    Backoff::doubling(FIRST_BACKOFF, MAX_BACKOFF).nominal(failed_attempts)
 }
 
 #[cfg(test)]

@@ -131,28 +131,27 @@ pub(crate) fn live_start(timeline: &[Value], user_id: &str) -> usize {
 /// The wait between failed syncs: 1 s, doubling to at most 30 s; reset by a success.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Backoff {
-    next: Duration,
+    failures: u32,
 }
 
 impl Backoff {
-    const FIRST: Duration = Duration::from_secs(1);
-    const LONGEST: Duration = Duration::from_secs(30);
+    const POLICY: squidbot_channels::Backoff =
+        squidbot_channels::Backoff::doubling(Duration::from_secs(1), Duration::from_secs(30));
 
     /// A backoff at its first step.
     pub(crate) fn new() -> Self {
-        Self { next: Self::FIRST }
+        Self { failures: 0 }
     }
 
     /// The wait after another failure.
     pub(crate) fn next_delay(&mut self) -> Duration {
-        let delay = self.next;
-        self.next = (self.next * 2).min(Self::LONGEST);
-        delay
+        self.failures = self.failures.saturating_add(1);
+        Self::POLICY.nominal(self.failures)
     }
 
     /// Back to the first step after a success.
     pub(crate) fn reset(&mut self) {
-        self.next = Self::FIRST;
+        self.failures = 0;
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::{Sink, SinkExt as _, Stream, StreamExt as _};
 use jiff::Timestamp;
 use serde_json::json;
-use squidbot_channels::{ChannelError, ChannelErrorKind, InboundMessage, InboundSink};
+use squidbot_channels::{Backoff, ChannelError, ChannelErrorKind, InboundMessage, InboundSink};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{Bytes, Error as WebSocketError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -350,8 +350,7 @@ where
 
 /// The wait after `failures` failed attempts in a row.
 fn backoff(failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(16);
-    FIRST_BACKOFF.saturating_mul(1 << doublings).min(MAX_BACKOFF)
+    Backoff::doubling(FIRST_BACKOFF, MAX_BACKOFF).nominal(failures)
 }
 
 #[cfg(test)]

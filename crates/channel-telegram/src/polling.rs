@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use squidbot_channels::{ChannelError, ChannelErrorKind, InboundSink};
+use squidbot_channels::{Backoff, ChannelError, ChannelErrorKind, InboundSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::TelegramChannel;
@@ -51,8 +51,7 @@ impl FailureBackoff {
         if self.consecutive >= MAX_CONSECUTIVE_FAILURES {
             return None;
         }
-        let doublings = self.consecutive.saturating_sub(1).min(16);
-        Some(FIRST_RETRY_DELAY.saturating_mul(1 << doublings).min(MAX_RETRY_DELAY))
+        Some(Backoff::doubling(FIRST_RETRY_DELAY, MAX_RETRY_DELAY).nominal(self.consecutive))
     }
 
     /// A call succeeded.

@@ -1,11 +1,13 @@
-//! When to restart a channel adapter whose receive loop failed: exponential backoff with
-//! jitter, reset once the adapter has run well for a while, and platform rate limits
-//! honoured.
+//! When to restart a channel adapter whose receive loop failed: core's exponential
+//! backoff with jitter, reset once the adapter has run well for a while, and platform
+//! rate limits honoured.
 
 use std::time::Duration;
 
+use squidbot_core::backoff::{Backoff, Jitter, RetryAfter, ServerWait};
+use squidbot_core::random::RandomSource;
+
 use crate::port::{ChannelError, ChannelErrorKind};
-use crate::random::RandomSource;
 
 /// The backoff's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +25,16 @@ pub struct BackoffSettings {
     /// Longest `retry_after` honoured; a malformed header must not park the adapter
     /// for days.
     pub max_retry_after: Duration,
+}
+
+impl BackoffSettings {
+    /// Core's backoff with these parameters: doubling, jitter around the cap, a rate
+    /// limit's wait honoured when longer (up to `max_retry_after`).
+    pub fn backoff(&self) -> Backoff {
+        Backoff::doubling(self.base, self.cap)
+            .with_jitter(Jitter::AroundCap { percent: self.jitter_percent })
+            .with_retry_after(RetryAfter { rule: ServerWait::AtLeast, longest: self.max_retry_after })
+    }
 }
 
 impl Default for BackoffSettings {
@@ -60,10 +72,6 @@ impl Default for RestartBackoff {
     }
 }
 
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
 impl RestartBackoff {
     /// A backoff with no failures yet.
     pub fn new(settings: BackoffSettings) -> Self {
@@ -86,28 +94,21 @@ impl RestartBackoff {
         if ran_for >= self.settings.healthy_after {
             self.failures = 0;
         }
-        let retry_after = match error.kind {
+        let requested = match error.kind {
             ChannelErrorKind::Fatal => return Restart::Never,
-            ChannelErrorKind::RateLimited { retry_after } => retry_after.min(self.settings.max_retry_after),
-            ChannelErrorKind::Transient | ChannelErrorKind::Rejected => Duration::ZERO,
+            ChannelErrorKind::RateLimited { retry_after } => Some(retry_after),
+            ChannelErrorKind::Transient | ChannelErrorKind::Rejected => None,
         };
-        let doubling = 1_u64.checked_shl(self.failures).unwrap_or(u64::MAX);
-        let delay = millis(self.settings.base).saturating_mul(doubling).min(millis(self.settings.cap));
         self.failures = self.failures.saturating_add(1);
-        let spread = delay.saturating_mul(u64::from(self.settings.jitter_percent.min(100))) / 100;
-        let offset = match spread.checked_mul(2).and_then(|width| width.checked_add(1)) {
-            Some(width) => random.next_u64() % width,
-            None => random.next_u64(),
-        };
-        let jittered = delay.saturating_sub(spread).saturating_add(offset);
-        Restart::After(Duration::from_millis(jittered).max(retry_after))
+        Restart::After(self.settings.backoff().wait(self.failures, requested, random))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use squidbot_core::random::SeededRandom;
+
     use super::*;
-    use crate::random::SeededRandom;
 
     fn no_jitter() -> RestartBackoff {
         RestartBackoff::new(BackoffSettings { jitter_percent: 0, ..BackoffSettings::default() })

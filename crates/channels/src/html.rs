@@ -1,5 +1,8 @@
 //! HTML character references, decoded the same way by every adapter that turns HTML
-//! into plain text (Telegram's fallback, Matrix's plain body, email's HTML parts).
+//! into plain text (Telegram's fallback, Matrix's plain body, email's HTML parts), from
+//! core's one entity table.
+
+use squidbot_core::html_entities;
 
 /// The character an entity (`amp`, `#39`, `#x27`, without `&` and `;`) stands for;
 /// `None` for unknown names and for numbers that are no character or a control
@@ -13,31 +16,11 @@ pub fn html_entity(reference: &str) -> Option<char> {
         // NUL and other C0 controls besides tab and newlines never belong in text.
         return char::from_u32(code).filter(|character| !character.is_control() || "\t\n\r".contains(*character));
     }
-    Some(match reference {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "copy" => '©',
-        "reg" => '®',
-        "trade" => '™',
-        "hellip" => '…',
-        "mdash" => '—',
-        "ndash" => '–',
-        "lsquo" => '‘',
-        "rsquo" => '’',
-        "ldquo" => '“',
-        "rdquo" => '”',
-        "laquo" => '«',
-        "raquo" => '»',
-        "bull" => '•',
-        "middot" => '·',
-        "euro" => '€',
-        "times" => '×',
-        _ => return None,
-    })
+    match reference {
+        // Plain text has no non-breaking space worth keeping; chat clients show a space.
+        "nbsp" => Some(' '),
+        name => html_entities::named(name).and_then(|value| value.chars().next()),
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +35,12 @@ mod tests {
         assert_eq!(html_entity("#0"), None);
         assert_eq!(html_entity("#x110000"), None);
         assert_eq!(html_entity("bogus"), None);
+    }
+
+    #[test]
+    fn names_come_from_cores_table_and_nbsp_is_a_plain_space() {
+        assert_eq!(html_entity("eacute"), Some('é'));
+        assert_eq!(html_entity("rarr"), Some('→'));
+        assert_eq!(html_entity("nbsp"), Some(' '));
     }
 }

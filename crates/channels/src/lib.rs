@@ -48,7 +48,6 @@ mod markdown;
 mod pairing;
 mod policy;
 mod port;
-mod random;
 mod session;
 mod split;
 
@@ -69,6 +68,8 @@ pub use port::{
     Attachment, AttachmentData, Capabilities, Channel, ChannelError, ChannelErrorKind, Conversation, ConversationKind,
     DynChannel, InboundMessage, InboundSink, OutboundMessage, Sender, SentMessage, SinkClosed, StreamMode,
 };
-pub use random::{RandomSource, SeededRandom, SystemRandom};
 pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, route};
 pub use split::split_message;
+/// Core's retry policy, for the adapters' own reconnect and retry loops.
+pub use squidbot_core::backoff::Backoff;
+pub use squidbot_core::random::{RandomSource, SeededRandom, SystemRandom};

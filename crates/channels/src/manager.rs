@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use squidbot_core::events::{Filter, Subscription, Watchlist};
+use squidbot_core::random::RandomSource;
 use squidbot_core::runs::Runner;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +33,6 @@ use crate::backoff::{BackoffSettings, Restart, RestartBackoff};
 use crate::dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
 use crate::policy::AccessPolicy;
 use crate::port::{Attachment, Conversation, DynChannel, InboundSink};
-use crate::random::RandomSource;
 
 /// Where inbound attachments are kept: the binary saves them under the session's data
 /// directory.
@@ -132,7 +132,7 @@ impl ChannelManager {
             order.push(name.clone());
             channels.insert(name, entry);
         }
-        let health = HealthBook::new(&order);
+        let health = HealthBook::new(&order, runner.agent().clock().clone());
         Self {
             runner,
             channels,

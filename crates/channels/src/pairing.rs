@@ -6,8 +6,9 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+use squidbot_core::random::RandomSource;
+
 use crate::port::Sender;
-use crate::random::RandomSource;
 
 /// Characters of a pairing code: capital letters and digits without the look-alikes
 /// `0`/`O`, `1`/`I`/`L`, so a code read aloud or retyped comes out right.
@@ -330,8 +331,9 @@ fn new_code(random: &mut dyn RandomSource) -> String {
 
 #[cfg(test)]
 mod tests {
+    use squidbot_core::random::SeededRandom;
+
     use super::*;
-    use crate::random::SeededRandom;
 
     fn sender(id: &str) -> Sender {
         Sender { id: id.to_owned(), display_name: Some(format!("{id} name")) }

@@ -2,18 +2,22 @@
 //! (traits) that adapters implement. No HTTP, SQLite or filesystem code lives here.
 
 pub mod agent;
+pub mod backoff;
 pub mod clock;
 pub mod compactor;
 pub mod context;
 pub mod delegation;
+pub mod duration;
 pub mod events;
 pub mod freshness;
 pub mod heartbeat;
+pub mod html_entities;
 pub mod ids;
 pub mod jobs;
 pub mod leaks;
 pub mod memory;
 pub mod provider;
+pub mod random;
 pub mod runs;
 pub mod sandbox;
 pub mod schedule;

@@ -282,7 +282,7 @@ impl Memories {
 
     /// Current time in Unix seconds.
     pub fn now(&self) -> i64 {
-        self.clock.now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs() as i64)
+        self.clock.unix_seconds()
     }
 
     /// Runs a blocking store call off the async workers.

@@ -15,6 +15,8 @@ use jiff::Timestamp;
 use jiff::civil::{DateTime, Weekday};
 use jiff::tz::TimeZone;
 
+use crate::duration::{BareNumber, DurationError, parse_duration};
+
 pub use cadence::{Cadence, CadenceSlot, WeekParity};
 pub use civil::ClockTime;
 pub use cron::CronExpression;
@@ -237,27 +239,16 @@ fn parse_schedule(text: &str) -> Result<Schedule, ParseProblem> {
 }
 
 fn parse_every(text: &str) -> Result<Schedule, ParseProblem> {
-    let digits = text.find(|character: char| !character.is_ascii_digit()).unwrap_or(text.len());
-    let (count, unit) = text.split_at(digits);
-    let unit = unit.trim();
-    if count.is_empty() || unit.is_empty() {
-        return Err(ParseProblem::MissingInterval);
-    }
-    let unit_seconds = match unit.to_ascii_lowercase().as_str() {
-        "s" | "sec" | "secs" | "second" | "seconds" => 1,
-        "m" | "min" | "mins" | "minute" | "minutes" => 60,
-        "h" | "hour" | "hours" => 3600,
-        "d" | "day" | "days" => SECONDS_PER_DAY,
-        _ => return Err(ParseProblem::UnknownIntervalUnit { unit: unit.to_string() }),
-    };
     let too_long = ParseProblem::IntervalTooLong { max_days: MAX_INTERVAL_DAYS };
-    // Digits only, so a failed parse is an overflow: far too long.
-    let count = count.parse::<u64>().map_err(|_| too_long.clone())?;
-    if count == 0 {
+    let interval = parse_duration(text, BareNumber::Refused).map_err(|error| match error {
+        DurationError::MissingNumber | DurationError::MissingUnit => ParseProblem::MissingInterval,
+        DurationError::UnknownUnit { unit } => ParseProblem::UnknownIntervalUnit { unit },
+        DurationError::TooLong => too_long.clone(),
+    })?;
+    if interval.is_zero() {
         return Err(ParseProblem::ZeroInterval);
     }
-    let seconds = count.checked_mul(unit_seconds).ok_or_else(|| too_long.clone())?;
-    Interval::new(seconds).map(Schedule::Every).ok_or(too_long)
+    Interval::new(interval.as_secs()).map(Schedule::Every).ok_or(too_long)
 }
 
 fn parse_at(text: &str) -> Result<Schedule, ParseProblem> {

@@ -1,11 +1,14 @@
-//! How long a crashed server waits before it may start again: doubling from a base up to a
-//! cap, with jitter so servers that crashed together don't restart together.
+//! How long a crashed server waits before it may start again: core's backoff doubling
+//! from a base up to a cap, with jitter so servers that crashed together don't restart
+//! together.
 
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-/// Share of the delay added or taken away at random.
-const JITTER: f64 = 0.1;
+use squidbot_core::backoff::{Backoff as Policy, Jitter};
+use squidbot_core::random::SystemRandom;
+
+/// Share of the delay added or taken away at random, in percent.
+const JITTER_PERCENT: u32 = 10;
 
 /// Exponential backoff between restarts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,26 +26,21 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// Core's policy with these parameters: doubling, ±10 % jitter within the cap.
+    fn policy(&self) -> Policy {
+        Policy::doubling(self.base, self.cap).with_jitter(Jitter::WithinCap { percent: JITTER_PERCENT })
+    }
+
     /// The delay before a restart after `failures` consecutive failures (1 for the first),
     /// without jitter.
     pub fn nominal(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(30);
-        self.base.saturating_mul(1 << doublings).min(self.cap)
+        self.policy().nominal(failures)
     }
 
     /// [`Backoff::nominal`] with ±10 % jitter, never above the cap.
     pub fn delay(&self, failures: u32) -> Duration {
-        let nominal = self.nominal(failures).as_secs_f64();
-        let spread = (random_unit() * 2.0 - 1.0) * JITTER;
-        Duration::from_secs_f64((nominal * (1.0 + spread)).max(0.0)).min(self.cap)
+        self.policy().delay(failures, &mut SystemRandom)
     }
-}
-
-/// A number in [0, 1) that differs between calls: the standard library's randomly keyed
-/// hasher is enough for jitter and needs no random-number crate.
-fn random_unit() -> f64 {
-    let bits = std::collections::hash_map::RandomState::new().build_hasher().finish();
-    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use argon2::{Algorithm, Argon2, Params, PasswordHash, PasswordHasher as _, Passw
 use axum::http::HeaderMap;
 use blake2::Blake2bMac512;
 use blake2::digest::{KeyInit, Mac};
+use squidbot_core::random::{RandomSource, SystemRandom};
 use squidbot_types::Secret;
 use tokio::sync::Semaphore;
 
@@ -158,7 +159,7 @@ impl PasswordVerifier {
         }
         Params::try_from(&parsed).map_err(|error| format!("invalid argon2id parameters: {error}"))?;
         let mut digest_key = [0_u8; 64];
-        getrandom::fill(&mut digest_key).map_err(|error| format!("can't read random bytes: {error}"))?;
+        SystemRandom.fill(&mut digest_key);
         let parallel = std::thread::available_parallelism().map_or(2, NonZero::get);
         Ok(Self {
             state: Arc::new(VerifierState {

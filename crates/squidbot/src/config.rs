@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
+use squidbot_core::duration::{BareNumber, parse_duration};
 use squidbot_llm::{ConfigIssue, Router};
 use squidbot_types::config::{Config, GatewayAuthConfig, GatewayAuthMode};
 
@@ -172,19 +173,19 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
         }
     }
     issues.extend(crate::agents::issues(config));
-    if crate::housekeeping::parse_duration(&config.sessions.archive_after).is_none() {
+    if parse_duration(&config.sessions.archive_after, BareNumber::Seconds).is_err() {
         issues.push(ConfigIssue {
             key: "sessions.archive_after".into(),
             problem: format!("{:?} is not a duration such as 90s, 30m, 24h or 7d", config.sessions.archive_after),
         });
     }
-    if crate::housekeeping::parse_duration(&config.sessions.unload_after).is_none_or(|idle| idle.is_zero()) {
+    if parse_duration(&config.sessions.unload_after, BareNumber::Seconds).ok().is_none_or(|idle| idle.is_zero()) {
         issues.push(ConfigIssue {
             key: "sessions.unload_after".into(),
             problem: format!("{:?} is not a duration such as 90s, 15m or 1h", config.sessions.unload_after),
         });
     }
-    if crate::housekeeping::parse_duration(&config.sessions.keep_job_runs).is_none() {
+    if parse_duration(&config.sessions.keep_job_runs, BareNumber::Seconds).is_err() {
         issues.push(ConfigIssue {
             key: "sessions.keep_job_runs".into(),
             problem: format!("{:?} is not a duration such as 12h, 7d or 30d", config.sessions.keep_job_runs),

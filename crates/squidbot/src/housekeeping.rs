@@ -195,34 +195,3 @@ impl Housekeeping {
         Ok(true)
     }
 }
-
-/// Parses `90s`, `30m`, `24h`, `7d` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let split = text.find(|character: char| !character.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let seconds = match unit.trim() {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return None,
-    };
-    number.checked_mul(seconds).map(Duration::from_secs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("24h"), Some(Duration::from_secs(86_400)));
-        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("2d"), Some(Duration::from_secs(172_800)));
-        assert_eq!(parse_duration("15"), Some(Duration::from_secs(15)));
-        assert_eq!(parse_duration("soon"), None);
-        assert_eq!(parse_duration("5 weeks"), None);
-    }
-}

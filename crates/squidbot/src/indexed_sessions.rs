@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use squidbot_core::clock::{Clock, SystemClock};
 use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
 use squidbot_store::{ActivityUpdate, JsonlSessionStore, SqliteSessionIndex};
 use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
@@ -108,7 +109,7 @@ impl IndexWriter {
 
 /// Now as Unix seconds.
 pub fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs() as i64)
+    SystemClock.unix_seconds()
 }
 
 impl SessionStore for IndexedSessionStore {

@@ -11,6 +11,7 @@ use squidbot_core::context::{DELEGATION_PROMPT, PromptSections, RuntimeInfo, SPA
 use squidbot_core::delegation::{
     CancelWorkerTool, DelegateTool, Delegator, RoleAgent, SetStatusTool, SpawnTool, WorkerPool, roles,
 };
+use squidbot_core::duration::{BareNumber, parse_duration};
 use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments};
 use squidbot_core::store::DynSessionStore;
 use squidbot_core::tool::{ToolFilter, ToolRegistry};
@@ -24,7 +25,7 @@ use squidbot_store::{
 };
 use squidbot_types::config::{Config, RoleSandbox};
 
-use crate::housekeeping::{Housekeeping, parse_duration};
+use crate::housekeeping::Housekeeping;
 use crate::indexed_sessions::IndexedSessionStore;
 use crate::sections::{ChainedSections, MemorySections};
 
@@ -127,10 +128,10 @@ impl Environment {
     /// The system jobs.
     pub fn housekeeping(&self) -> Result<Housekeeping> {
         let config = self.config();
-        let archive_after = parse_duration(&config.sessions.archive_after).with_context(|| {
+        let archive_after = parse_duration(&config.sessions.archive_after, BareNumber::Seconds).with_context(|| {
             format!("sessions.archive_after: {:?} is not a duration", config.sessions.archive_after)
         })?;
-        let keep_job_runs = parse_duration(&config.sessions.keep_job_runs).with_context(|| {
+        let keep_job_runs = parse_duration(&config.sessions.keep_job_runs, BareNumber::Seconds).with_context(|| {
             format!("sessions.keep_job_runs: {:?} is not a duration", config.sessions.keep_job_runs)
         })?;
         let database = self.database()?;
@@ -154,7 +155,10 @@ impl Environment {
         let defaults = squidbot_core::runs::OpenSessionLimits::default();
         squidbot_core::runs::OpenSessionLimits {
             max_open: sessions.max_open.max(1),
-            idle: parse_duration(&sessions.unload_after).filter(|idle| !idle.is_zero()).unwrap_or(defaults.idle),
+            idle: parse_duration(&sessions.unload_after, BareNumber::Seconds)
+                .ok()
+                .filter(|idle| !idle.is_zero())
+                .unwrap_or(defaults.idle),
         }
     }
 

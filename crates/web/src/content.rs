@@ -1,7 +1,7 @@
 //! What a fetched body is and how it becomes text: the declared content type decides,
 //! the bytes get the last word (a "text" body full of NULs is binary whatever it claims).
 
-use crate::html::entities::windows_1252_c1;
+use squidbot_core::html_entities::windows_1252_c1;
 
 /// Bytes looked at to judge whether a body is binary.
 const SNIFF_BYTES: usize = 8192;

@@ -1,12 +1,12 @@
-//! HTML reading for the web tools: a forgiving tokenizer, character references, and the
-//! conversion of pages to Markdown and of snippets to plain text.
+//! HTML reading for the web tools: a forgiving tokenizer and the conversion of pages to
+//! Markdown and of snippets to plain text (character references decode through core's
+//! [`squidbot_core::html_entities`]).
 //!
 //! Hand-written rather than a crate: the HTML-to-text crates sit on a full HTML5 parser
 //! whose generated tables and build-time code generation cost more compile time on two
 //! cores than this whole crate, and reading pages for a model needs none of its tree
 //! fidelity.
 
-pub mod entities;
 pub mod markdown;
 pub mod tokenizer;
 

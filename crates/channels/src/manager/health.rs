@@ -2,8 +2,10 @@
 //! receive loop runs, why it last failed, and what went through it.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+
+use squidbot_core::clock::Clock;
 
 /// Where a channel's receive loop is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,12 +105,14 @@ pub(super) enum Count {
 pub(super) struct HealthBook {
     channels: Mutex<HashMap<String, ChannelHealth>>,
     order: Vec<String>,
+    /// Where the time of an error comes from.
+    clock: Arc<dyn Clock>,
 }
 
 impl HealthBook {
-    pub(super) fn new(names: &[String]) -> Self {
+    pub(super) fn new(names: &[String], clock: Arc<dyn Clock>) -> Self {
         let channels = names.iter().map(|name| (name.clone(), ChannelHealth::new(name))).collect();
-        Self { channels: Mutex::new(channels), order: names.to_vec() }
+        Self { channels: Mutex::new(channels), order: names.to_vec(), clock }
     }
 
     fn update(&self, name: &str, change: impl FnOnce(&mut ChannelHealth)) {
@@ -127,18 +131,20 @@ impl HealthBook {
     }
 
     pub(super) fn failed(&self, name: &str, error: &str) {
+        let now = self.clock.now();
         self.update(name, |health| {
             health.state = ChannelState::Failed;
             health.last_error = Some(error.to_owned());
-            health.last_error_at = Some(SystemTime::now());
+            health.last_error_at = Some(now);
         });
     }
 
     pub(super) fn restarting(&self, name: &str, error: &str, retry_in: Duration, attempt: u32) {
+        let now = self.clock.now();
         self.update(name, |health| {
             health.state = ChannelState::Restarting { attempt, retry_in };
             health.last_error = Some(error.to_owned());
-            health.last_error_at = Some(SystemTime::now());
+            health.last_error_at = Some(now);
             health.restarts += 1;
         });
     }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use squidbot_core::backoff::Backoff;
 use tokio::time::Instant;
 
 use super::health::Count;
@@ -15,8 +16,9 @@ use crate::split::split_message;
 /// Fewest characters of streamed text worth a first message (a lone "I" isn't).
 const FIRST_MESSAGE_CHARS: usize = 24;
 
-/// Wait after a passing failure before the next attempt; doubles per attempt.
-const RETRY_BASE: Duration = Duration::from_millis(500);
+/// Wait after a passing failure before the next attempt: 500 ms, doubling per attempt,
+/// with no cap of its own (a wait past `max_send_wait` gives up instead).
+const SEND_BACKOFF: Backoff = Backoff::doubling(Duration::from_millis(500), Duration::MAX);
 
 /// A reply being streamed into a message.
 pub(super) struct StreamedReply {
@@ -252,7 +254,7 @@ impl ChannelManager {
                 Err(error) => {
                     let wait = match error.kind {
                         ChannelErrorKind::RateLimited { retry_after } => retry_after,
-                        ChannelErrorKind::Transient => RETRY_BASE * 2_u32.saturating_pow(attempt - 1),
+                        ChannelErrorKind::Transient => SEND_BACKOFF.nominal(attempt),
                         ChannelErrorKind::Rejected | ChannelErrorKind::Fatal => {
                             tracing::warn!(channel = %name, %error, "reply not sent: the platform refused it");
                             break;
@@ -288,7 +290,7 @@ impl ChannelManager {
                 Err(error) => {
                     let wait = match error.kind {
                         ChannelErrorKind::RateLimited { retry_after } => retry_after,
-                        ChannelErrorKind::Transient => RETRY_BASE * 2_u32.saturating_pow(attempt - 1),
+                        ChannelErrorKind::Transient => SEND_BACKOFF.nominal(attempt),
                         ChannelErrorKind::Rejected | ChannelErrorKind::Fatal => return Err(error),
                     };
                     if attempt >= self.settings.send_attempts.max(1) || wait > self.settings.max_send_wait {

@@ -11,6 +11,7 @@ use squidbot_core::agent::{Agent, AgentSettings};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::events::EventHub;
 use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StopReason, StreamSink};
+use squidbot_core::random::SeededRandom;
 use squidbot_core::runs::{Runner, UserMessage};
 use squidbot_core::store::memory::MemorySessionStore;
 use squidbot_core::tool::{SharedFile, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -28,7 +29,6 @@ use crate::port::{
     Attachment, AttachmentData, Capabilities, Channel, ChannelError, ConversationKind, InboundMessage, OutboundMessage,
     Sender, SentMessage, StreamMode,
 };
-use crate::random::SeededRandom;
 
 /// Streams "echo: <message>" word by word (and the paths of images sent with it);
 /// "long" answers with a reply over the limit, "slow" waits a while first, "hang" never

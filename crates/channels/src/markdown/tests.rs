@@ -1,8 +1,9 @@
 //! Unit tests of Markdown rendering per platform: markup, escaping, code left verbatim,
 //! unsafe links, and seeded random input checked for well-formed HTML.
 
+use squidbot_core::random::{RandomSource, SeededRandom};
+
 use super::*;
-use crate::random::{RandomSource, SeededRandom};
 
 use MarkdownFlavor::{DiscordMarkdown, MatrixHtml, PlainText, SlackMrkdwn, TelegramHtml};
 

@@ -4,11 +4,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use jiff::Timestamp;
+use squidbot_core::random::SeededRandom;
 
 use super::*;
 use crate::pairing::{AccessStoreError, MemoryApprovedSenders, PAIRING_CODE_LENGTH};
 use crate::port::{Conversation, Sender};
-use crate::random::SeededRandom;
 
 /// A clock the test moves by hand.
 struct ManualClock {

@@ -1,8 +1,9 @@
 //! Unit tests of reply splitting: each boundary in order of preference, Unicode and emoji
 //! sequences, code fences closed and reopened, and thousands of seeded random replies.
 
+use squidbot_core::random::{RandomSource, SeededRandom};
+
 use super::*;
-use crate::random::{RandomSource, SeededRandom};
 
 fn non_whitespace(text: &str) -> String {
     text.chars().filter(|character| !character.is_whitespace()).collect()

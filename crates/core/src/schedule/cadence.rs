@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use jiff::civil::Weekday;
 
+use crate::random::{RandomSource, SeededRandom};
+
 use super::civil::{ClockTime, WEEKDAYS, weekday_name};
 use super::error::ScheduleError;
 use super::pattern::{ALL_DAYS_OF_MONTH, ALL_HOURS, CivilPattern, bit};
@@ -54,7 +56,7 @@ impl Cadence {
     /// Chooses the concrete slot from `seed`. The same seed always gives the same slot,
     /// so a job that stores its seed (or the slot) keeps its time across restarts.
     pub fn choose_slot(self, seed: u64) -> CadenceSlot {
-        let mut random = SplitMix64 { state: seed };
+        let mut random = SlotDraws(SeededRandom::new(seed));
         match self {
             Cadence::Hourly => CadenceSlot::Hourly { minute: random.below(60) as u8 },
             Cadence::Daily => CadenceSlot::Daily { time: random.waking_time() },
@@ -158,25 +160,13 @@ impl fmt::Display for CadenceSlot {
     }
 }
 
-/// splitmix64: a tiny, well-mixed generator, enough to spread slots from one seed
-/// without a dependency on a random-number crate.
-struct SplitMix64 {
-    state: u64,
-}
+/// The draws that place a slot, from a generator seeded by the job, so the same seed
+/// always gives the same slot.
+struct SlotDraws(SeededRandom);
 
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut mixed = self.state;
-        mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        mixed ^ (mixed >> 31)
-    }
-
-    /// A value in `0..bound` (bound > 0), by multiply-shift, whose bias is negligible
-    /// for bounds this small.
+impl SlotDraws {
     fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
+        self.0.below(bound)
     }
 
     fn weekday(&mut self) -> Weekday {

@@ -1,10 +1,10 @@
 //! How long to wait before retrying the same provider.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::time::Duration;
 
+use squidbot_core::backoff::{Backoff, Jitter, RetryAfter, ServerWait};
 use squidbot_core::provider::ProviderError;
+use squidbot_core::random::SystemRandom;
 
 /// First backoff delay; each retry doubles it.
 pub(crate) const BASE_DELAY: Duration = Duration::from_millis(500);
@@ -15,10 +15,13 @@ pub(crate) const MAX_DELAY: Duration = Duration::from_secs(30);
 /// Longest `retry-after` we honour; a provider asking for more gets this much.
 pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// Fraction by which a backoff delay may vary either way, so clients don't retry in step.
-const JITTER: f64 = 0.2;
+/// Delays between retries: [`BASE_DELAY`] doubling to [`MAX_DELAY`], ±20 % jitter (never
+/// above [`MAX_DELAY`]) so clients don't retry in step, and a provider's `retry-after`
+/// used instead, up to [`MAX_RETRY_AFTER`].
+const BACKOFF: Backoff = Backoff::doubling(BASE_DELAY, MAX_DELAY)
+    .with_jitter(Jitter::WithinCap { percent: 20 })
+    .with_retry_after(RetryAfter { rule: ServerWait::Replaces, longest: MAX_RETRY_AFTER });
 
-/// Delay before retry number `attempt` (0 for the first retry): the provider's
 /// Runs `call` until it succeeds, fails with an error that is not retriable, or has been
 /// retried `max_retries` times, sleeping [`retry_delay`] between tries and logging each
 /// retry of `what` (e.g. "model call") for `model`.
@@ -55,15 +58,10 @@ where
     }
 }
 
-/// `retry-after` when given, else exponential backoff with jitter.
+/// The delay before retry number `attempt` (0 for the first): `retry-after` when given,
+/// else exponential backoff with jitter.
 pub(crate) fn retry_delay(attempt: u32, retry_after: Option<Duration>) -> Duration {
-    if let Some(requested) = retry_after {
-        return requested.min(MAX_RETRY_AFTER);
-    }
-    let factor = 2u32.saturating_pow(attempt.min(16));
-    let base = BASE_DELAY.saturating_mul(factor).min(MAX_DELAY);
-    let scale = 1.0 - JITTER + 2.0 * JITTER * random_fraction();
-    base.mul_f64(scale).min(MAX_DELAY)
+    BACKOFF.wait(attempt.saturating_add(1), retry_after, &mut SystemRandom)
 }
 
 /// The delay the provider asked for, when the error carries one (rate limits).
@@ -78,13 +76,6 @@ pub(crate) fn requested_delay(error: &ProviderError) -> Option<Duration> {
         | ProviderError::Config { .. }
         | ProviderError::Cancelled => None,
     }
-}
-
-/// A number in `[0, 1]`; std's hasher keys are random per instance, which is enough
-/// randomness for jitter without a dependency or global state.
-fn random_fraction() -> f64 {
-    let value = RandomState::new().hash_one(0u8);
-    value as f64 / u64::MAX as f64
 }
 
 #[cfg(test)]

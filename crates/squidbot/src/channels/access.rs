@@ -1,18 +1,11 @@
 //! Approved senders and pending pairing codes kept in the database, so the gateway and
 //! `squidbot users approve` (another process) share them and restarts keep them.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use squidbot_channels::{AccessStoreError, ApprovedSender, ApprovedSenders, PendingCodes, PendingPairing, Sender};
+use squidbot_core::clock::{from_unix_millis, unix_millis};
 use squidbot_store::{ApprovedSenderRow, ChannelAccessStore, DatabaseError, PairingCodeRow};
-
-fn millis(time: SystemTime) -> i64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn time_of(millis: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
-}
 
 fn failed(action: &str) -> impl FnOnce(DatabaseError) -> AccessStoreError + '_ {
     move |error| AccessStoreError { action: action.to_owned(), reason: error.to_string() }
@@ -23,7 +16,7 @@ fn pending_of(row: PairingCodeRow) -> PendingPairing {
         code: row.code,
         channel: row.channel,
         sender: Sender { id: row.sender_id, display_name: row.display_name },
-        expires_at: time_of(row.expires_at_ms),
+        expires_at: from_unix_millis(row.expires_at_ms),
     }
 }
 
@@ -50,7 +43,7 @@ impl ApprovedSenders for DatabaseAccess {
             channel: sender.channel.clone(),
             sender_id: sender.sender_id.clone(),
             display_name: sender.display_name.clone(),
-            approved_at_ms: millis(sender.approved_at),
+            approved_at_ms: unix_millis(sender.approved_at),
         };
         self.store.approve(&row).map_err(failed("store an approved sender"))
     }
@@ -67,7 +60,7 @@ impl ApprovedSenders for DatabaseAccess {
                 channel: row.channel,
                 sender_id: row.sender_id,
                 display_name: row.display_name,
-                approved_at: time_of(row.approved_at_ms),
+                approved_at: from_unix_millis(row.approved_at_ms),
             })
             .collect())
     }
@@ -75,7 +68,7 @@ impl ApprovedSenders for DatabaseAccess {
 
 impl PendingCodes for DatabaseAccess {
     fn has_live_code(&self, channel: &str, sender_id: &str, now: SystemTime) -> Result<bool, AccessStoreError> {
-        self.store.has_live_code(channel, sender_id, millis(now)).map_err(failed("read pairing codes"))
+        self.store.has_live_code(channel, sender_id, unix_millis(now)).map_err(failed("read pairing codes"))
     }
 
     fn insert(&self, pending: &PendingPairing, now: SystemTime) -> Result<bool, AccessStoreError> {
@@ -84,10 +77,10 @@ impl PendingCodes for DatabaseAccess {
             channel: pending.channel.clone(),
             sender_id: pending.sender.id.clone(),
             display_name: pending.sender.display_name.clone(),
-            issued_at_ms: millis(now),
-            expires_at_ms: millis(pending.expires_at),
+            issued_at_ms: unix_millis(now),
+            expires_at_ms: unix_millis(pending.expires_at),
         };
-        self.store.insert_code(&row, millis(now)).map_err(failed("store a pairing code"))
+        self.store.insert_code(&row, unix_millis(now)).map_err(failed("store a pairing code"))
     }
 
     fn take(&self, code: &str) -> Result<Option<PendingPairing>, AccessStoreError> {
@@ -97,7 +90,7 @@ impl PendingCodes for DatabaseAccess {
     fn pending(&self, now: SystemTime) -> Result<Vec<PendingPairing>, AccessStoreError> {
         Ok(self
             .store
-            .live_codes(millis(now))
+            .live_codes(unix_millis(now))
             .map_err(failed("read pairing codes"))?
             .into_iter()
             .map(pending_of)

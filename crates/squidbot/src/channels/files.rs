@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use squidbot_channels::{Attachment, AttachmentData, AttachmentStore};
+use squidbot_core::clock::{Clock, SystemClock};
 use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaces};
 use squidbot_store::{FsWorkspace, encode_key};
 
@@ -52,7 +52,7 @@ impl AttachmentStore for SessionFiles {
             self.sessions.join(format!("{}.files", encode_key(session_key).map_err(|error| error.to_string())?));
         std::fs::create_dir_all(&directory)
             .map_err(|error| format!("can't create {}: {error}", directory.display()))?;
-        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis());
+        let stamp = SystemClock.unix_millis();
         let path = directory.join(format!("{stamp}-{}", safe_name(&attachment.name)));
         match &attachment.data {
             AttachmentData::Bytes(bytes) => std::fs::write(&path, bytes),

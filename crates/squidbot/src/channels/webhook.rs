@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
@@ -22,6 +22,7 @@ use squidbot_channels::{
     OutboundMessage, Sender, SentMessage, StreamMode,
 };
 use squidbot_core::BoxFuture;
+use squidbot_core::clock::unix_seconds;
 use squidbot_server::{WebhookHandler, WebhookResponse};
 use squidbot_types::Secret;
 use tokio::sync::{mpsc, oneshot};
@@ -83,8 +84,8 @@ impl WebhookChannel {
             return Err(format!("the {TIMESTAMP_HEADER} header is missing"));
         };
         let Ok(signed_at) = stamp.parse::<u64>() else { return Err(format!("{TIMESTAMP_HEADER} is not Unix seconds")) };
-        let now = now.duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
-        if now.abs_diff(signed_at) > MAX_CLOCK_SKEW.as_secs() {
+        let signed_at = i64::try_from(signed_at).unwrap_or(i64::MAX);
+        if unix_seconds(now).abs_diff(signed_at) > MAX_CLOCK_SKEW.as_secs() {
             return Err("the request was signed more than five minutes away from now".to_owned());
         }
         let Some(signature) = header(SIGNATURE_HEADER).and_then(|value| value.strip_prefix("sha256=")) else {
@@ -301,6 +302,8 @@ fn sign(secret: &str, timestamp: u64, body: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     fn headers(timestamp: u64, signature: &str) -> HeaderMap {

@@ -6,18 +6,15 @@ use std::time::SystemTime;
 
 use anyhow::{Result, anyhow, bail};
 use squidbot_channels::{ApprovedSenders, PairingCodes, PairingError, SystemRandom};
+use squidbot_core::clock::unix_seconds;
 use squidbot_store::ChannelAccessStore;
 
 use crate::channels::access::DatabaseAccess;
 use crate::cli::UsersAction;
 use crate::wiring::Environment;
 
-fn seconds(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
-}
-
 fn local_time(time: SystemTime) -> String {
-    jiff::Timestamp::from_second(i64::try_from(seconds(time)).unwrap_or(0))
+    jiff::Timestamp::from_second(unix_seconds(time))
         .map(|stamp| stamp.to_zoned(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_default()
 }
@@ -66,14 +63,14 @@ fn list(access: &DatabaseAccess, json: bool) -> Result<()> {
                 "channel": sender.channel,
                 "sender_id": sender.sender_id,
                 "display_name": sender.display_name,
-                "approved_at": seconds(sender.approved_at),
+                "approved_at": unix_seconds(sender.approved_at),
             })).collect::<Vec<_>>(),
             "pending": pending.iter().map(|code| serde_json::json!({
                 "code": code.code,
                 "channel": code.channel,
                 "sender_id": code.sender.id,
                 "display_name": code.sender.display_name,
-                "expires_at": seconds(code.expires_at),
+                "expires_at": unix_seconds(code.expires_at),
             })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&value)?);

@@ -4,8 +4,8 @@
 
 use reqwest::Url;
 
-use super::entities;
 use super::tokenizer::{Tag, Token, Tokenizer};
+use squidbot_core::html_entities;
 
 /// Elements dropped with everything inside them.
 const SKIPPED: [&str; 12] = [
@@ -73,7 +73,7 @@ pub fn to_text(fragment: &str) -> String {
     let mut text = String::new();
     for token in Tokenizer::new(fragment) {
         match token {
-            Token::Text(raw) => text.push_str(&entities::decode(raw)),
+            Token::Text(raw) => text.push_str(&html_entities::decode(raw)),
             Token::Start(tag) if !VOID.contains(&tag.name.as_str()) || tag.name == "br" => {
                 if !is_inline(&tag.name) {
                     text.push(' ');
@@ -208,7 +208,7 @@ impl Writer<'_> {
     }
 
     fn text(&mut self, raw: &str) {
-        let decoded = entities::decode(raw);
+        let decoded = html_entities::decode(raw);
         if self.in_title {
             self.title.get_or_insert_with(String::new).push_str(&decoded);
             return;

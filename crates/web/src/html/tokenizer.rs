@@ -3,7 +3,7 @@
 //! elements (`script`, `style`, `title` …) kept whole. It never fails: broken markup
 //! becomes text or is skipped, which is what readers of arbitrary pages need.
 
-use super::entities;
+use squidbot_core::html_entities;
 
 /// Elements whose content is text up to the matching end tag, never markup.
 const RAW_TEXT: [&str; 9] =
@@ -131,12 +131,12 @@ impl<'a> Tokenizer<'a> {
                     Some(quote @ (b'"' | b'\'')) => {
                         let quote = *quote;
                         let value_end = self.position_of(cursor + 1, |byte| byte == quote);
-                        value = entities::decode(&self.input[cursor + 1..value_end]);
+                        value = html_entities::decode(&self.input[cursor + 1..value_end]);
                         cursor = (value_end + 1).min(self.input.len());
                     }
                     Some(_) => {
                         let value_end = self.position_of(cursor, |byte| byte.is_ascii_whitespace() || byte == b'>');
-                        value = entities::decode(&self.input[cursor..value_end]);
+                        value = html_entities::decode(&self.input[cursor..value_end]);
                         cursor = value_end;
                     }
                     None => {}

@@ -1,5 +1,5 @@
-//! Where randomness comes from (restart jitter, pairing codes), passed in so tests can
-//! seed it.
+//! Where randomness comes from (jitter, pairing codes, seeded schedule slots), passed in
+//! so tests can seed it: the one random source the project uses.
 
 /// A source of random 64-bit numbers.
 ///
@@ -7,6 +7,21 @@
 pub trait RandomSource: Send {
     /// The next random number.
     fn next_u64(&mut self) -> u64;
+
+    /// A number in `0..bound` (`0` when `bound` is 0), by multiply-shift, whose bias is
+    /// negligible for small bounds.
+    fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+    }
+
+    /// Fills `bytes` with random bytes (keys, from [`SystemRandom`]).
+    fn fill(&mut self, bytes: &mut [u8]) {
+        for chunk in bytes.chunks_mut(8) {
+            for (byte, random) in chunk.iter_mut().zip(self.next_u64().to_le_bytes()) {
+                *byte = random;
+            }
+        }
+    }
 }
 
 impl<F: FnMut() -> u64 + Send> RandomSource for F {
@@ -40,8 +55,8 @@ impl RandomSource for SeededRandom {
 }
 
 /// Unpredictable numbers (the random bits of v4 UUIDs, from a cryptographically secure
-/// generator seeded by the operating system), for pairing codes: a guessable code
-/// would let a stranger pair themselves.
+/// generator seeded by the operating system, the same source as [`crate::ids`]), for
+/// pairing codes and keys, where a guessable value would open a door, and for jitter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemRandom;
 
@@ -79,6 +94,24 @@ mod tests {
         };
         assert_eq!(RandomSource::next_u64(&mut source), 1);
         assert_eq!(RandomSource::next_u64(&mut source), 2);
+    }
+
+    #[test]
+    fn below_stays_under_its_bound() {
+        let mut random = SeededRandom::new(5);
+        assert!((0..1000).all(|_| random.below(7) < 7));
+        assert_eq!(random.below(0), 0);
+        assert_eq!((|| u64::MAX).below(60), 59);
+    }
+
+    #[test]
+    fn fill_covers_every_byte() {
+        let mut bytes = [0_u8; 13];
+        (|| u64::MAX).fill(&mut bytes);
+        assert_eq!(bytes, [0xFF; 13]);
+        let mut key = [0_u8; 64];
+        SystemRandom.fill(&mut key);
+        assert!(key.iter().filter(|byte| **byte == 0).count() < 16, "{key:?}");
     }
 
     #[test]

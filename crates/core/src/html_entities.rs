@@ -1,5 +1,7 @@
-//! Character references (`&amp;`, `&#233;`, `&#x1F600;`): numeric ones in full, named
-//! ones for the characters real pages use most; an unknown name stays as written.
+//! HTML character references (`&amp;`, `&#233;`, `&#x1F600;`): numeric ones in full,
+//! named ones for the characters real pages use most; an unknown name stays as written.
+//! The one table behind web pages read for the model and the chat adapters' HTML to
+//! plain text.
 
 /// Named references decoded, sorted by name for binary search.
 const NAMED: &[(&str, &str)] = &[
@@ -113,6 +115,15 @@ const LEGACY_WITHOUT_SEMICOLON: [&str; 5] = ["amp", "lt", "gt", "quot", "nbsp"];
 /// Longest name worth looking for.
 const MAX_NAME_LEN: usize = 32;
 
+/// What the named reference `name` (without `&` and `;`) stands for.
+pub fn named(name: &str) -> Option<&'static str> {
+    NAMED
+        .binary_search_by(|(candidate, _)| candidate.cmp(&name))
+        .ok()
+        .and_then(|index| NAMED.get(index))
+        .map(|(_, value)| *value)
+}
+
 /// `text` with its character references decoded.
 pub fn decode(text: &str) -> String {
     if !text.contains('&') {
@@ -166,8 +177,7 @@ fn reference_at(text: &str) -> Option<(String, usize)> {
     if !terminated && !LEGACY_WITHOUT_SEMICOLON.contains(&name) {
         return None;
     }
-    let index = NAMED.binary_search_by(|(candidate, _)| candidate.cmp(&name)).ok()?;
-    Some((NAMED[index].1.to_owned(), 1 + length + usize::from(terminated)))
+    Some((named(name)?.to_owned(), 1 + length + usize::from(terminated)))
 }
 
 /// The character Windows-1252 puts at `byte` in `0x80..=0x9F`.
