@@ -1,34 +1,41 @@
-//! The agent loop: one user turn = model calls and tool runs until a final answer,
-//! `max_turns`, cancellation or an error, with every step appended to the session.
+//! The agent: its ports and settings, its sessions, and the entry of one user turn (model
+//! calls and tool runs until a final answer, `max_turns`, cancellation or an error, with
+//! every step appended to the session; the steps are in `turn`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use squidbot_types::message::{ToolCall, Usage};
-use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
+use squidbot_types::session::{EntryBody, HeaderTag, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 use squidbot_types::{ChatMessage, ImageRef, ToolSpec};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::clock::{Clock, rfc3339};
 use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
 use crate::context::{self, PromptProfile, PromptSection, PromptSections, RuntimeInfo};
-use crate::delegation::{BackgroundResult, Delegator};
-use crate::leaks::{LeakScanner, StreamRedactor};
+use crate::leaks::LeakScanner;
 use crate::memory::Memories;
-use crate::provider::{Completion, CompletionRequest, DynLlmProvider, ProviderError, StreamSink};
+use crate::provider::{DynLlmProvider, ProviderError};
 use crate::session::Session;
 use crate::store::{Durability, DynSessionStore, StoreError};
-use crate::tool::{SharedFile, ToolContext, ToolError, ToolRegistry};
+use crate::tool::{SharedFile, ToolRegistry};
+#[cfg(test)] // the loop's tests write their tools against these
+use crate::tool::{ToolContext, ToolError};
 use crate::workspace::{ContextWorkspace, ContextWorkspaces, WorkspaceFiles};
 use crate::{ids, text};
 
 mod budget;
 mod compaction;
+mod redaction;
+mod sub_agents;
 mod tools;
+mod turn;
 
 pub use budget::fit_history;
+pub use sub_agents::{DynSubAgents, SubAgents};
 
 /// Settings of one agent (one role).
 #[derive(Debug, Clone)]
@@ -166,77 +173,19 @@ pub struct Agent {
     compaction: Option<CompactionSettings>,
     sections: Option<Arc<dyn PromptSections>>,
     profile: PromptProfile,
-    delegation: Option<Arc<Delegator>>,
+    sub_agents: Option<Box<dyn DynSubAgents>>,
     leaks: LeakScanner,
     jobs: Mutex<HashMap<String, CompactionJob>>,
+    /// Background work of the agent's own (compactions), waited for on shutdown.
+    tasks: TaskTracker,
+    /// Cancelled on shutdown: stops the background work and starts no more.
+    shutdown: CancellationToken,
     context_workspaces: Option<Arc<dyn ContextWorkspaces>>,
 }
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.debug_struct("Agent").field("settings", &self.settings).field("tools", &self.tools).finish()
-    }
-}
-
-/// Forwards streamed text to the channel, redacted, and keeps a copy for interrupted
-/// turns. Redacting here, where the reply is produced, covers every reader of the events
-/// (gateway clients, the web UI, channels) at once.
-struct TurnSink<'a> {
-    events: &'a dyn AgentEvents,
-    state: Mutex<StreamState<'a>>,
-}
-
-/// What a [`TurnSink`] holds between deltas.
-struct StreamState<'a> {
-    /// The redacted text sent on so far.
-    streamed: String,
-    /// Holds back a tail that could still become a secret.
-    redactor: StreamRedactor<'a>,
-}
-
-impl<'a> TurnSink<'a> {
-    fn new(events: &'a dyn AgentEvents, leaks: &'a LeakScanner) -> Self {
-        Self {
-            events,
-            state: Mutex::new(StreamState { streamed: String::new(), redactor: StreamRedactor::new(leaks) }),
-        }
-    }
-
-    /// Ends one model response: sends on what the redactor still holds and returns the
-    /// whole redacted text streamed for it.
-    fn take(&self) -> String {
-        let Ok(mut state) = self.state.lock() else { return String::new() };
-        let rest = state.redactor.finish();
-        if !rest.is_empty() {
-            self.events.text_delta(&rest);
-        }
-        state.streamed.push_str(&rest);
-        state.redactor.reset();
-        std::mem::take(&mut state.streamed)
-    }
-
-    /// Forgets the response streamed so far without sending on what is held.
-    fn discard(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.redactor.reset();
-            state.streamed.clear();
-        }
-    }
-}
-
-impl StreamSink for TurnSink<'_> {
-    fn text_delta(&self, text: &str) {
-        let Ok(mut state) = self.state.lock() else { return };
-        let safe = state.redactor.push(text);
-        if !safe.is_empty() {
-            state.streamed.push_str(&safe);
-            self.events.text_delta(&safe);
-        }
-    }
-
-    fn stream_reset(&self) {
-        self.discard();
-        self.events.stream_reset();
     }
 }
 
@@ -260,9 +209,11 @@ impl Agent {
             compaction: None,
             sections: None,
             profile: PromptProfile::default(),
-            delegation: None,
+            sub_agents: None,
             leaks: LeakScanner::default(),
             jobs: Mutex::new(HashMap::new()),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
             context_workspaces: None,
         }
     }
@@ -292,16 +243,24 @@ impl Agent {
         self
     }
 
-    /// Lets the agent hand work to sub-agents: each turn first takes in the results of
+    /// Lets the agent hand work to sub-agents: each turn first records the results of
     /// background workers that finished since, and the prompt lists this session's workers.
-    pub fn with_delegation(mut self, delegation: Arc<Delegator>) -> Self {
-        self.delegation = Some(delegation);
+    pub fn with_sub_agents(mut self, sub_agents: impl SubAgents + 'static) -> Self {
+        self.sub_agents = Some(Box::new(sub_agents));
         self
     }
 
-    /// The sub-agents this agent hands work to, if any.
-    pub fn delegation(&self) -> Option<&Arc<Delegator>> {
-        self.delegation.as_ref()
+    /// The sub-agents attached with [`Agent::with_sub_agents`], if any.
+    pub fn sub_agents(&self) -> Option<&dyn DynSubAgents> {
+        self.sub_agents.as_deref()
+    }
+
+    /// Stops the agent's background work (a compaction summarizing, whose result is then
+    /// dropped) and waits for it to end. Turns run afterwards start none.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
     }
 
     /// The workspace the agent reads its prompt files from.
@@ -406,42 +365,8 @@ impl Agent {
         }
     }
 
-    /// Appends the results of background sub-agents of this session that finished since
-    /// its last turn, each as a distinct `delegate` entry; returns them (in finishing order).
-    pub async fn take_background_results(&self, session: &mut Session) -> Result<Vec<BackgroundResult>, AgentError> {
-        let Some(delegation) = &self.delegation else { return Ok(Vec::new()) };
-        let results = delegation.take_results(session.key());
-        if results.is_empty() {
-            return Ok(results);
-        }
-        let bodies = results.iter().map(BackgroundResult::entry).collect();
-        if let Err(error) = self.record(session, bodies, Durability::Synced).await {
-            // Not lost: they go back to the inbox for the next attempt.
-            delegation.return_results(session.key(), results);
-            return Err(error.into());
-        }
-        Ok(results)
-    }
-
     fn now(&self) -> String {
         rfc3339(self.clock.now())
-    }
-
-    /// The model's reply with secrets redacted before it is stored or sent anywhere (the
-    /// streamed deltas went through the same scanner on the way out).
-    fn redact_reply(&self, mut completion: Completion, events: &dyn AgentEvents) -> Completion {
-        let (content, findings) = self.leaks.redact(&completion.content);
-        if !findings.is_empty() {
-            let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
-            tracing::warn!(kinds = ?kinds, model = %completion.model, "redacted secrets from the model's reply");
-            events.warning(&format!(
-                "Redacted {} secret(s) ({}) from the reply before it was sent or stored.",
-                findings.len(),
-                kinds.join(", ")
-            ));
-            completion.content = content;
-        }
-        completion
     }
 
     pub(crate) async fn record(
@@ -489,7 +414,9 @@ impl Agent {
         let span = tracing::info_span!("turn", correlation_id, session = %session.key());
         async {
             self.apply_finished_compaction(session, events, false).await?;
-            self.take_background_results(session).await?;
+            if let Some(sub_agents) = &self.sub_agents {
+                sub_agents.record_finished_boxed(self, session).await?;
+            }
             let outcome = self.run_turn_inner(session, input, events, cancel, correlation_id).await?;
             if outcome.status != TurnStatus::Cancelled {
                 self.check_pressure(session, outcome.prompt_tokens, events).await?;
@@ -503,243 +430,6 @@ impl Agent {
     /// Waits for this session's background compaction, if one runs, and applies it.
     pub async fn settle(&self, session: &mut Session, events: &dyn AgentEvents) -> Result<(), AgentError> {
         self.apply_finished_compaction(session, events, true).await
-    }
-
-    async fn run_turn_inner(
-        &self,
-        session: &mut Session,
-        input: TurnInput<'_>,
-        events: &dyn AgentEvents,
-        cancel: &CancellationToken,
-        correlation_id: &str,
-    ) -> Result<TurnOutcome, AgentError> {
-        let first_run = !session.is_persisted() && session.branch_is_empty();
-        let mut opening = Vec::new();
-        if session.current_model().as_deref() != Some(self.settings.model.as_str()) {
-            opening.push(EntryBody::ModelChange {
-                previous: session.current_model().unwrap_or_default(),
-                new: self.settings.model.clone(),
-            });
-        }
-        opening.push(EntryBody::Message {
-            role: MessageRole::User,
-            content: input.text.to_owned(),
-            images: input.images.to_vec(),
-            model: None,
-            usage: None,
-            interrupted: false,
-        });
-        // The model call comes next, not an answer: the reply's synced append below makes
-        // the user's message durable with it.
-        self.record(session, opening, Durability::Written).await?;
-
-        let mut sections = self.prompt_sections(&session.header().context).await;
-        if let Some(workers) = self.delegation.as_ref().and_then(|delegation| delegation.status_section(session.key()))
-        {
-            sections.push(workers);
-        }
-        let workspace = self.workspace_of(&session.header().context)?;
-        let system = self.system_prompt_from(workspace.files.as_ref(), first_run, &sections).text;
-        // Tools of run-time sources (MCP servers) are looked up, and their servers started,
-        // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
-        // at the model call below.
-        let turn_tools = tokio::select! {
-            biased;
-            () = cancel.cancelled() => self.tools.clone(),
-            resolved = self.tools.resolve() => resolved,
-        };
-        let tool_specs = turn_tools.specs();
-        let tool_specs_chars = turn_tools.specs_chars();
-        let sink = TurnSink::new(events, &self.leaks);
-        let mut outcome = TurnOutcome {
-            reply: String::new(),
-            status: TurnStatus::Completed,
-            usage: Usage::default(),
-            model: self.settings.model.clone(),
-            model_calls: 0,
-            tool_calls: 0,
-            prompt_tokens: 0,
-            correlation_id: correlation_id.to_owned(),
-        };
-        let mut warned_overflow = false;
-        let mut overflow_retries = 0;
-        let mut overflow_budget = usize::MAX;
-        while outcome.model_calls < self.settings.max_turns {
-            let reserve = self.settings.max_tokens as usize + system.len() / 4 + tool_specs_chars / 4;
-            let budget = (self.settings.context_window as usize).saturating_sub(reserve).min(overflow_budget);
-            let fitted = fit_history(session.history(), budget);
-            if fitted.dropped > 0 && !warned_overflow {
-                warned_overflow = true;
-                events.warning(&format!(
-                    "The conversation is too long for the model's context; the {} oldest messages were left out of this request (they stay in the session file).",
-                    fitted.dropped
-                ));
-            }
-            let request = CompletionRequest {
-                model: self.settings.model.clone(),
-                system: system.clone(),
-                messages: fitted.messages,
-                tools: tool_specs.clone(),
-                max_tokens: self.settings.max_tokens,
-                temperature: self.settings.temperature,
-                stream: self.settings.stream,
-            };
-            outcome.model_calls += 1;
-            let call_began = std::time::Instant::now();
-            let result = tokio::select! {
-                biased;
-                () = cancel.cancelled() => Err(ProviderError::Cancelled),
-                result = self.provider.complete_boxed(&request, &sink) => result,
-            };
-            events.model_call(&ModelCallReport {
-                model: result.as_ref().map_or_else(|_| request.model.clone(), |completion| completion.model.clone()),
-                duration: call_began.elapsed(),
-                usage: result.as_ref().map(|completion| completion.usage).unwrap_or_default(),
-                ok: result.is_ok(),
-            });
-            let completion = match result {
-                Ok(completion) => completion,
-                Err(ProviderError::ContextOverflow { .. }) if overflow_retries < 3 => {
-                    // The provider counts tokens differently from our estimate: halve what
-                    // was sent and try again, at most three times.
-                    overflow_retries += 1;
-                    overflow_budget = estimate_message_tokens(&request.messages) / 2;
-                    outcome.model_calls -= 1;
-                    sink.discard();
-                    continue;
-                }
-                Err(error) => {
-                    let partial = sink.take();
-                    self.record(session, vec![interrupted_reply(partial.clone())], Durability::Synced).await?;
-                    if matches!(error, ProviderError::Cancelled) {
-                        outcome.status = TurnStatus::Cancelled;
-                        outcome.reply = partial;
-                        return Ok(outcome);
-                    }
-                    return Err(error.into());
-                }
-            };
-            sink.take();
-            let completion = self.redact_reply(completion, events);
-            outcome.usage.add(completion.usage);
-            outcome.prompt_tokens = match completion.usage.total() {
-                0 => (estimate_message_tokens(&request.messages) + system.len() / 4 + tool_specs_chars / 4) as u64,
-                reported => reported,
-            };
-            outcome.model = completion.model.clone();
-            let mut bodies = vec![EntryBody::Message {
-                role: MessageRole::Assistant,
-                content: completion.content.clone(),
-                images: Vec::new(),
-                model: Some(completion.model.clone()),
-                usage: Some(completion.usage),
-                interrupted: false,
-            }];
-            bodies.extend(completion.tool_calls.iter().map(|call| EntryBody::ToolCall {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            }));
-            // Synced before anyone acts on it: the reply is sent, the tools run.
-            self.record(session, bodies, Durability::Synced).await?;
-            if completion.tool_calls.is_empty() {
-                outcome.reply = completion.content;
-                return Ok(outcome);
-            }
-
-            let context = ToolContext {
-                workspace: workspace.path.clone(),
-                session_key: session.key().to_owned(),
-                context: session.header().context.clone(),
-                cancel: cancel.child_token(),
-                correlation_id: correlation_id.to_owned(),
-            };
-            let results = tools::run_calls(&turn_tools, &completion.tool_calls, &context, events, &self.leaks).await;
-            outcome.tool_calls += results.len() as u32;
-            let mut fatal = None;
-            let mut final_reply = None;
-            let bodies = results
-                .into_iter()
-                .map(|(call, result)| {
-                    let mut ends_turn = false;
-                    let (content, is_error) = match result {
-                        Ok(output) => {
-                            ends_turn = output.ends_turn;
-                            (output.content, false)
-                        }
-                        Err(ToolError::RespondToModel(message)) => (message, true),
-                        Err(ToolError::Fatal(message)) => {
-                            fatal.get_or_insert_with(|| message.clone());
-                            (message, true)
-                        }
-                    };
-                    let (content, findings) = self.leaks.redact(&content);
-                    if !findings.is_empty() {
-                        let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
-                        tracing::warn!(tool = %call.name, kinds = ?kinds, "redacted secrets from tool output");
-                        events.warning(&format!(
-                            "Redacted {} secret(s) ({}) from the output of {} before the model saw it.",
-                            findings.len(),
-                            kinds.join(", "),
-                            call.name
-                        ));
-                    }
-                    if ends_turn {
-                        final_reply.get_or_insert_with(|| content.clone());
-                    }
-                    EntryBody::ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error }
-                })
-                .collect();
-            // Results the next model call goes on from are synced with its reply; a turn
-            // ending here syncs them now.
-            let durability = if fatal.is_some() || final_reply.is_some() || cancel.is_cancelled() {
-                Durability::Synced
-            } else {
-                Durability::Written
-            };
-            self.record(session, bodies, durability).await?;
-            if let Some(message) = fatal {
-                return Err(AgentError::Tool(message));
-            }
-            if let Some(reply) = final_reply {
-                outcome.reply = reply;
-                return Ok(outcome);
-            }
-            if cancel.is_cancelled() {
-                outcome.status = TurnStatus::Cancelled;
-                return Ok(outcome);
-            }
-        }
-        outcome.status = TurnStatus::MaxTurns;
-        outcome.reply = format!(
-            "I stopped after {} model calls without a final answer (the limit is max_turns = {}). Say \"continue\" and I will pick up where I left off.",
-            outcome.model_calls, self.settings.max_turns
-        );
-        self.record(
-            session,
-            vec![EntryBody::Message {
-                role: MessageRole::Assistant,
-                content: outcome.reply.clone(),
-                images: Vec::new(),
-                model: None,
-                usage: None,
-                interrupted: true,
-            }],
-            Durability::Synced,
-        )
-        .await?;
-        Ok(outcome)
-    }
-}
-
-fn interrupted_reply(partial: String) -> EntryBody {
-    EntryBody::Message {
-        role: MessageRole::Assistant,
-        content: partial,
-        images: Vec::new(),
-        model: None,
-        usage: None,
-        interrupted: true,
     }
 }
 

@@ -9,13 +9,19 @@
 //! a [`BackgroundSink`]. Every running worker has a [`WorkerInbox`] other agents reach it
 //! through, and [`WorkerObserver`]s hear of workers starting and ending (the agent bus makes
 //! each one a target while it runs; the gateway counts them).
+//!
+//! Delegation meets the agent through two ports: a worker runs its role's agent as a
+//! [`WorkerAgent`], and the delegator serves the agent's turns as its
+//! [`SubAgents`](crate::agent::SubAgents); the agent module does not know this one.
 
 mod inbox;
 mod pool;
 pub mod roles;
 mod run;
 mod status;
+mod sub_agents;
 mod tools;
+mod worker_agent;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -25,7 +31,6 @@ use squidbot_types::session::EntryBody;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::Agent;
 use crate::context::PromptSection;
 
 pub use inbox::{InboxError, InboxMessage, WorkerInbox};
@@ -34,6 +39,7 @@ pub use pool::{
     worker_session_key,
 };
 pub use tools::{CancelWorkerTool, DelegateTool, SetStatusTool, SpawnTool};
+pub use worker_agent::{DynWorkerAgent, WorkerAgent};
 
 /// How long a stopped worker gets to wind down before its task is aborted.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -46,7 +52,7 @@ pub const MAX_REMINDERS: u32 = 1;
 #[derive(Debug, Clone)]
 pub struct RoleAgent {
     /// The agent (model, tools with `set_status`, prompt, max turns) its workers run.
-    pub agent: Arc<Agent>,
+    pub agent: Arc<dyn DynWorkerAgent>,
     /// How long one worker may run.
     pub timeout: Duration,
     /// One line for the assistant about what the role is for.
@@ -360,7 +366,7 @@ impl Delegator {
         let delegator = self.clone();
         let job = run::Job { worker: worker.clone(), role, brief, context: parent.context.clone(), cancel, inbox };
         self.tracker.spawn(async move {
-            let report = delegator.complete(run::supervise(&delegator.pool, job).await);
+            let report = delegator.complete(run::supervise(&delegator.pool, &delegator.tracker, job).await);
             // The receiver is gone when the delegating turn was stopped; the report is
             // recorded in the pool either way.
             if sender.send(report).is_err() {

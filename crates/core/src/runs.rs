@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, TurnStatus};
-use crate::delegation::{BackgroundResult, BackgroundSink};
+use crate::delegation::{BackgroundResult, BackgroundSink, Delegator};
 use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
 use crate::session::Session;
 use crate::store::Durability;
@@ -118,6 +118,8 @@ struct ActiveRun {
 /// Runs turns and owns the open sessions.
 pub struct Runner {
     agent: Arc<Agent>,
+    /// The agent's sub-agents, when it delegates.
+    delegation: Option<Arc<Delegator>>,
     hub: Arc<EventHub>,
     /// Loaded sessions, bounded. One opened in another context than the agent's own
     /// ([`Runner::session_in`]) is marked foreign: its people are not the owner, so
@@ -149,6 +151,7 @@ impl Runner {
     pub fn with_limits(agent: Arc<Agent>, hub: Arc<EventHub>, limits: OpenSessionLimits) -> Arc<Self> {
         let now = agent.clock().now();
         let runner = Arc::new(Self {
+            delegation: agent.delegation().cloned(),
             agent,
             hub,
             sessions: Mutex::new(OpenSessions::new(limits, now)),
@@ -156,7 +159,7 @@ impl Runner {
             tracker: TaskTracker::new(),
             last_active: Mutex::new(None),
         });
-        if let Some(delegation) = runner.agent.delegation() {
+        if let Some(delegation) = &runner.delegation {
             delegation.set_sink(Arc::new(RunnerSink(Arc::downgrade(&runner))));
         }
         runner
@@ -268,6 +271,11 @@ impl Runner {
     /// The agent.
     pub fn agent(&self) -> &Arc<Agent> {
         &self.agent
+    }
+
+    /// The agent's sub-agents, when it delegates.
+    pub fn delegation(&self) -> Option<&Arc<Delegator>> {
+        self.delegation.as_ref()
     }
 
     /// The event stream.
@@ -390,14 +398,17 @@ impl Runner {
     }
 
     /// Refuses new runs and waits until the running ones finish; then stops the
-    /// background workers still running (their sessions record them as cancelled).
+    /// background workers still running (their sessions record them as cancelled) and
+    /// the agent's own background work (a compaction in progress is abandoned, leaving
+    /// the session as it was).
     pub async fn drain(&self) {
         self.tracker.close();
         self.tracker.wait().await;
-        if let Some(delegation) = self.agent.delegation() {
+        if let Some(delegation) = &self.delegation {
             delegation.shutdown().await;
             self.tracker.wait().await;
         }
+        self.agent.shutdown().await;
     }
 }
 

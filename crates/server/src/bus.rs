@@ -7,14 +7,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::{Value, json};
 use squidbot_bus::{Ack, Bus, Delivery, Priority, Route, RouteError, SendError, SendRequest, Sender, WorkerRoutes};
+use squidbot_core::delegation::Delegator;
 use squidbot_core::runs::{RunError, RunRequest, Runner, UserMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
-use crate::ws::frame::{ErrorCode, MethodError, optional_str, required_str};
+use crate::ws::frame::{ErrorCode, MethodError};
 use crate::ws::methods::MAIN_SESSION;
+use crate::ws::params::NonBlank;
 
 /// How often trigger files are read and the route's heartbeat is renewed.
 const POLL: Duration = Duration::from_secs(1);
@@ -27,21 +30,22 @@ const POLL: Duration = Duration::from_secs(1);
 /// one runs next.
 pub struct AssistantRoute {
     runner: Arc<Runner>,
+    delegation: Option<Arc<Delegator>>,
 }
 
 impl AssistantRoute {
-    /// The route of the assistant run by `runner`.
-    pub fn new(runner: Arc<Runner>) -> Self {
-        Self { runner }
+    /// The route of the assistant run by `runner`, whose sub-agents (if any) `delegation`
+    /// runs.
+    pub fn new(runner: Arc<Runner>, delegation: Option<Arc<Delegator>>) -> Self {
+        Self { runner, delegation }
     }
 }
 
 impl Route for AssistantRoute {
     async fn deliver(&self, delivery: &Delivery) -> Result<Ack, RouteError> {
         let session_key = self
-            .runner
-            .agent()
-            .delegation()
+            .delegation
+            .as_ref()
             .and_then(|delegation| delegation.pool().snapshot(&delivery.message.from))
             .map_or_else(|| MAIN_SESSION.to_owned(), |worker| worker.owner);
         if delivery.message.priority == Priority::Urgent {
@@ -104,7 +108,8 @@ impl Route for UserRoute {
 /// messages wait in trigger files.
 pub(crate) fn start(gateway: &Arc<Gateway>, shutdown: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
     let bus = gateway.services.bus.clone()?;
-    let route = match bus.register("assistant", Arc::new(AssistantRoute::new(gateway.runner.clone()))) {
+    let assistant = AssistantRoute::new(gateway.runner.clone(), gateway.delegation().cloned());
+    let route = match bus.register("assistant", Arc::new(assistant)) {
         Ok(route) => route,
         Err(error) => {
             tracing::error!(%error, "can't register the assistant on the bus");
@@ -118,7 +123,7 @@ pub(crate) fn start(gateway: &Arc<Gateway>, shutdown: CancellationToken) -> Opti
             None
         }
     };
-    let workers = gateway.runner.agent().delegation().map(|delegation| {
+    let workers = gateway.delegation().map(|delegation| {
         let workers = WorkerRoutes::new(bus.clone());
         delegation.observe(workers.clone());
         workers
@@ -147,7 +152,50 @@ pub(crate) fn start(gateway: &Arc<Gateway>, shutdown: CancellationToken) -> Opti
     }))
 }
 
-fn bus(gateway: &Gateway) -> Result<&Arc<Bus>, MethodError> {
+/// A `bus.*` request.
+#[derive(Debug)]
+pub(crate) enum BusRequest {
+    /// `bus.send`.
+    Send(BusSendParams),
+    /// `bus.health`.
+    Health(BusHealthParams),
+}
+
+/// `bus.send` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BusSendParams {
+    /// A role, alias or worker id.
+    pub(crate) target: NonBlank,
+    /// The message (empty when absent).
+    pub(crate) message: Option<String>,
+    /// `ack`, `urgent`, `fyi` or `task`; normal when absent.
+    pub(crate) priority: Option<String>,
+    /// `user` (the default) or a role the operator speaks for.
+    pub(crate) from: Option<String>,
+    /// Ties the message to earlier ones.
+    pub(crate) correlation_id: Option<String>,
+    /// Where a message to `user` shows (the main session by default).
+    pub(crate) session_key: Option<String>,
+}
+
+/// `bus.health` params.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct BusHealthParams {
+    /// A role, alias or worker id.
+    pub(crate) target: NonBlank,
+}
+
+/// Runs a `bus.*` request.
+pub(crate) async fn call(gateway: &Gateway, request: BusRequest) -> Result<Value, MethodError> {
+    match request {
+        BusRequest::Send(params) => send(gateway, params).await,
+        BusRequest::Health(params) => health(gateway, params),
+    }
+}
+
+/// The agent bus, or why there is none.
+pub(crate) fn bus(gateway: &Gateway) -> Result<&Arc<Bus>, MethodError> {
     gateway
         .services
         .bus
@@ -172,18 +220,16 @@ pub(crate) fn error_json(error: &SendError) -> MethodError {
 /// `bus.send {target, message, priority?, from?, correlationId?, sessionKey?}`: `from` is
 /// `user` (the default) or a role the operator speaks for; `sessionKey` is where a message
 /// to `user` shows (the main session by default).
-pub(crate) async fn send(gateway: &Gateway, params: &Map<String, Value>) -> Result<Value, MethodError> {
+async fn send(gateway: &Gateway, params: BusSendParams) -> Result<Value, MethodError> {
     let bus = bus(gateway)?;
-    let target = required_str(params, "target")?;
-    let body = optional_str(params, "message")?.unwrap_or_default();
-    let priority = match optional_str(params, "priority")? {
+    let priority = match params.priority.as_deref() {
         None => Priority::Normal,
         Some(name) => Priority::parse(name).ok_or_else(|| {
             MethodError::invalid(format!("unknown priority {name:?}; use ack, urgent, fyi or task"))
                 .with_details(json!({"code": "INVALID_PRIORITY"}))
         })?,
     };
-    let sender = match optional_str(params, "from")? {
+    let sender = match params.from.as_deref() {
         None => Sender::user(),
         Some(name) => match bus.directory().canonical(name) {
             Some(canonical) if canonical == squidbot_bus::USER => Sender::user(),
@@ -195,20 +241,19 @@ pub(crate) async fn send(gateway: &Gateway, params: &Map<String, Value>) -> Resu
         },
     };
     let request = SendRequest {
-        target: target.to_owned(),
-        body: body.to_owned(),
+        target: params.target.0,
+        body: params.message.unwrap_or_default(),
         priority,
-        correlation_id: optional_str(params, "correlationId")?.map(str::to_owned),
-        session: optional_str(params, "sessionKey")?.map(str::to_owned),
+        correlation_id: params.correlation_id,
+        session: params.session_key,
     };
     bus.send(&sender, request).await.map(|result| result.to_json()).map_err(|error| error_json(&error))
 }
 
 /// `bus.health {target}`.
-pub(crate) fn health(gateway: &Gateway, params: &Map<String, Value>) -> Result<Value, MethodError> {
+fn health(gateway: &Gateway, params: BusHealthParams) -> Result<Value, MethodError> {
     let bus = bus(gateway)?;
-    let target = required_str(params, "target")?;
-    let report = bus.health(target);
+    let report = bus.health(params.target.as_str());
     Ok(json!({
         "target": report.target,
         "canonical": report.canonical,

@@ -21,6 +21,7 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use serde_json::Value;
+use squidbot_core::delegation::Delegator;
 use squidbot_core::jobs::DynJobStore;
 use squidbot_core::memory::{Memories, MemoryDocuments};
 use squidbot_core::runs::Runner;
@@ -91,6 +92,8 @@ pub struct Gateway {
     ws_open: AtomicUsize,
     shutdown: CancellationToken,
     connections: tokio_util::task::TaskTracker,
+    /// The assistant's sub-agents, taken once from the runner's agent.
+    delegation: Option<Arc<Delegator>>,
 }
 
 /// Why a request was not let in.
@@ -110,6 +113,7 @@ impl std::fmt::Debug for Gateway {
 impl Gateway {
     /// A gateway running turns with `runner`; `models` are listed by `GET /v1/models`.
     pub fn new(runner: Arc<Runner>, auth: Auth, models: Vec<String>, services: Services) -> Arc<Self> {
+        let delegation = runner.delegation().cloned();
         let gateway = Arc::new(Self {
             runner,
             auth,
@@ -121,11 +125,17 @@ impl Gateway {
             ws_open: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
             connections: tokio_util::task::TaskTracker::new(),
+            delegation,
         });
-        if let Some(delegation) = gateway.runner.agent().delegation() {
+        if let Some(delegation) = gateway.delegation() {
             delegation.observe(Arc::new(metrics::WorkerMetrics(Arc::downgrade(&gateway))));
         }
         gateway
+    }
+
+    /// The assistant's sub-agents, when it has any.
+    pub fn delegation(&self) -> Option<&Arc<Delegator>> {
+        self.delegation.as_ref()
     }
 
     /// The runner all front ends share.
@@ -185,7 +195,7 @@ impl Gateway {
             ws_connections: self.ws_open.load(Ordering::Relaxed),
             channels: channels::views(self),
             uptime: self.started.elapsed(),
-            workers_running: self.runner.agent().delegation().map_or(0, |delegation| delegation.pool().running().len()),
+            workers_running: self.delegation().map_or(0, |delegation| delegation.pool().running().len()),
             bus_results: self.services.bus.as_ref().map(|bus| bus.result_counts()).unwrap_or_default(),
         }
     }

@@ -4,7 +4,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use std::net::SocketAddr;
@@ -43,10 +42,6 @@ fn refused(refusal: Refusal) -> Response {
             response
         }
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
 }
 
 /// `GET /v1/models`: the configured models and agent roles.
@@ -154,7 +149,7 @@ async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
         }
         Err(problem) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", problem.to_string()),
     };
-    let created = unix_now();
+    let created = gateway.runner.agent().clock().unix_seconds();
     let model = gateway.runner.agent().settings().model.clone();
     let abort = AbortOnDrop::new(gateway.clone(), &handle);
     if request.stream {
@@ -217,7 +212,7 @@ impl Drop for AbortOnDrop {
 /// One streamed completion's chunks.
 struct Chunks {
     id: String,
-    created: u64,
+    created: i64,
     model: String,
 }
 
@@ -267,7 +262,7 @@ fn chunks_for(chunks: &Chunks, event: &TurnEvent, include_usage: bool) -> (Vec<B
     }
 }
 
-fn stream(handle: RunHandle, abort: AbortOnDrop, include_usage: bool, created: u64, model: String) -> Response {
+fn stream(handle: RunHandle, abort: AbortOnDrop, include_usage: bool, created: i64, model: String) -> Response {
     let chunks = Chunks { id: handle.run_id.clone(), created, model };
     let opening = chunks.chunk(json!({"role": "assistant", "content": ""}), None);
     struct State {

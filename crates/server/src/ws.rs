@@ -7,10 +7,17 @@
 //! the server sends goes through one bounded queue: a client that stops reading is
 //! disconnected instead of buffering without limit.
 
+mod chat;
+mod connect;
 mod cron;
+#[cfg(test)]
+mod fixture;
 pub mod frame;
+mod memory;
 pub(crate) mod methods;
 mod outbox;
+pub(crate) mod params;
+mod sessions;
 mod translate;
 mod workers;
 
@@ -29,7 +36,8 @@ use squidbot_core::events::{Filter, Subscription, Watchlist};
 use tokio::sync::mpsc;
 
 use crate::Gateway;
-use frame::{ClientFrame, ErrorCode, FrameError, MethodError};
+use connect::ConnectError;
+use frame::{ClientFrame, FrameError, MethodError};
 use outbox::{MAX_WRITE_BUFFER, OUT_QUEUE, Outbox, WRITE_BUFFER};
 
 /// Protocol versions spoken.
@@ -87,7 +95,7 @@ fn unix_ms() -> u64 {
 
 /// Which operations a connection may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(crate) enum Access {
     Read,
     Write,
 }
@@ -206,23 +214,23 @@ impl Connection {
                 Some(Ok(_)) => continue,
             };
             match frame::parse(text.as_str(), frame::MAX_PRE_AUTH_BYTES) {
-                Ok(ClientFrame::Request { id, method, params }) if method == "connect" => {
-                    return match self.connect(&params).await {
+                Ok(ClientFrame::Request { id, method, params }) => {
+                    let connected = match method.as_str() {
+                        "connect" => self.connect(params).await,
+                        _ => Err(ConnectError::NotConnect(method)),
+                    };
+                    return match connected {
                         Ok(()) => {
                             let hello = self.hello().await;
                             self.respond(&id, Ok(hello));
                             Ok(())
                         }
-                        Err((error, stop)) => {
-                            self.respond(&id, Err(error));
-                            Err(stop)
+                        Err(error) => {
+                            self.respond(&id, Err(MethodError::from(&error)));
+                            let (code, reason) = error.close();
+                            Err(Stop::Close(code, reason))
                         }
                     };
-                }
-                Ok(ClientFrame::Request { id, method, .. }) => {
-                    let error = MethodError::invalid(format!("the first request must be `connect`, not `{method}`"));
-                    self.respond(&id, Err(error));
-                    return Err(Stop::Close(1008, "connect first"));
                 }
                 Ok(ClientFrame::Cancel { .. }) => continue,
                 Err(error @ FrameError::TooLarge { .. }) => {
@@ -235,68 +243,6 @@ impl Connection {
                 }
             }
         }
-    }
-
-    /// Checks a `connect` request: protocol range, role, credentials, scopes.
-    async fn connect(&mut self, params: &Map<String, Value>) -> Result<(), (MethodError, Stop)> {
-        let bad = |message: String| (MethodError::invalid(message), Stop::Close(1008, "bad connect"));
-        let min = params.get("minProtocol").and_then(Value::as_u64).unwrap_or(PROTOCOL_MAX);
-        let max = params.get("maxProtocol").and_then(Value::as_u64).unwrap_or(min);
-        if min > max {
-            return Err(bad(format!("minProtocol {min} is above maxProtocol {max}")));
-        }
-        if max < PROTOCOL_MIN || min > PROTOCOL_MAX {
-            let error = MethodError::invalid(format!(
-                "protocol {min}..{max} is not supported; this gateway speaks {PROTOCOL_MIN} to {PROTOCOL_MAX}"
-            ))
-            .with_details(json!({"code": "PROTOCOL_MISMATCH", "min": PROTOCOL_MIN, "max": PROTOCOL_MAX}));
-            return Err((error, Stop::Close(1002, "protocol mismatch")));
-        }
-        self.protocol = max.min(PROTOCOL_MAX);
-        if let Some(role) = params.get("role").and_then(Value::as_str)
-            && role != "operator"
-        {
-            return Err(bad(format!("role {role:?} is not supported; connect as \"operator\"")));
-        }
-        let auth = params.get("auth").and_then(Value::as_object);
-        let token = auth.and_then(|auth| auth.get("token")).and_then(Value::as_str);
-        let password = auth.and_then(|auth| auth.get("password")).and_then(Value::as_str);
-        let peer = self.peer.ip();
-        let verdict = self.gateway.authorize_connect(peer, token, password).await;
-        match verdict {
-            Ok(()) => {}
-            Err(crate::Refusal::LockedOut(wait)) => {
-                let error = MethodError::new(ErrorCode::RateLimited, "too many failed attempts from this address")
-                    .with_details(json!({"code": "RATE_LIMITED", "retryAfterMs": wait.as_millis() as u64}));
-                return Err((error, Stop::Close(1008, "rate limited")));
-            }
-            Err(crate::Refusal::Unauthorized) => {
-                let code = match (&self.gateway.auth, token, password) {
-                    (crate::Auth::Token(_), None, _) => "AUTH_TOKEN_MISSING",
-                    (crate::Auth::Token(_), Some(_), _) => "AUTH_TOKEN_MISMATCH",
-                    (_, _, None) => "AUTH_PASSWORD_MISSING",
-                    _ => "AUTH_PASSWORD_MISMATCH",
-                };
-                let error =
-                    MethodError::new(ErrorCode::Forbidden, "unauthorized: wrong or missing gateway credentials")
-                        .with_details(json!({"code": code}));
-                return Err((error, Stop::Close(1008, "unauthorized")));
-            }
-        }
-        let requested: Vec<String> = params
-            .get("scopes")
-            .and_then(Value::as_array)
-            .map(|scopes| scopes.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-            .unwrap_or_else(|| vec!["operator.read".to_owned()]);
-        self.access = if requested.iter().any(|scope| scope == "operator.write" || scope == "operator.admin") {
-            Access::Write
-        } else {
-            Access::Read
-        };
-        self.scopes = requested;
-        let client = params.get("client").cloned().unwrap_or(Value::Null);
-        tracing::info!(peer = %self.peer, client = %client, protocol = self.protocol, "WebSocket client connected");
-        Ok(())
     }
 
     async fn hello(&self) -> Value {
@@ -369,7 +315,7 @@ impl Connection {
                         Some(Ok(_)) => continue,
                     };
                     match frame::parse(text.as_str(), frame::MAX_FRAME_BYTES) {
-                        Ok(ClientFrame::Request { id, method, params }) => self.request(&id, &method, &params).await,
+                        Ok(ClientFrame::Request { id, method, params }) => self.request(&id, &method, params).await,
                         Ok(ClientFrame::Cancel { .. }) => {}
                         Err(error @ FrameError::TooLarge { .. }) => {
                             self.frame_error(&error);
@@ -382,21 +328,14 @@ impl Connection {
         }
     }
 
-    async fn request(&mut self, id: &str, method: &str, params: &Map<String, Value>) {
-        let Some(access) = methods::access(method) else {
-            let error = MethodError::invalid(format!("unknown method `{method}`"))
-                .with_details(json!({"code": "UNKNOWN_METHOD", "method": method}));
-            self.respond(id, Err(error));
-            return;
-        };
-        if access == Access::Write && self.access != Access::Write {
-            let error = MethodError::new(ErrorCode::Forbidden, format!("`{method}` needs the operator.write scope"))
-                .with_details(json!({"code": "MISSING_SCOPE", "scope": "operator.write"}));
-            self.respond(id, Err(error));
-            return;
-        }
-        if let Some(result) = methods::call(self, id, method, params).await {
-            self.respond(id, result);
+    async fn request(&mut self, id: &str, method: &str, params: Map<String, Value>) {
+        match methods::read(&self.gateway, method, self.access, params) {
+            Ok((method, request)) => {
+                if let Some(result) = methods::call(self, id, method, request).await {
+                    self.respond(id, result);
+                }
+            }
+            Err(error) => self.respond(id, Err(error)),
         }
     }
 }

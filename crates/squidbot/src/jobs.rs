@@ -200,8 +200,7 @@ impl JobRunner {
 
     async fn run_heartbeat(&self, job: &Job, context: Option<String>) -> Result<String, String> {
         let task = heartbeat_task(&job.name, &job.message);
-        let Some(delegation) =
-            self.runner.agent().delegation().filter(|delegation| delegation.role("heartbeat").is_some())
+        let Some(delegation) = self.runner.delegation().filter(|delegation| delegation.role("heartbeat").is_some())
         else {
             let input = match context {
                 Some(context) => format!("{task}\n\nRecent conversation:\n{context}"),

@@ -1,10 +1,15 @@
 //! The agent's compaction hooks: applying a finished background summary before a
-//! turn, and checking the context pressure after one.
+//! turn, and checking the context pressure after one (which may start a summary as a
+//! tracked task that stops on shutdown).
+
+use std::sync::Arc;
 
 use squidbot_types::session::EntryBody;
 
 use super::{Agent, AgentError, AgentEvents, estimate_message_tokens};
-use crate::compactor::{self, COMPACTION_PROMPT, Pressure};
+use crate::compactor::{self, COMPACTION_PROMPT, CompactionOutput, CompactionPlan, Pressure};
+use crate::memory::Memories;
+use crate::provider::DynLlmProvider;
 use crate::session::Session;
 use crate::store::Durability;
 
@@ -65,47 +70,74 @@ impl Agent {
             ));
             return Ok(());
         }
+        if self.shutdown.is_cancelled() {
+            return Ok(()); // the agent is stopping: no new background work
+        }
         let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
         if jobs.get(session.key()).is_some_and(|job| !job.is_finished()) {
             return Ok(());
         }
-        let provider = self.provider.clone();
-        let model = compaction.model.clone();
-        let memories = compaction.memories.clone();
-        let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
-        let context = session.header().context.clone();
-        let key = session.key().to_owned();
+        let summary = Summary {
+            provider: self.provider.clone(),
+            model: compaction.model.clone(),
+            memories: compaction.memories.clone(),
+            instructions: COMPACTION_PROMPT.load(self.workspace.as_ref()),
+            context: session.header().context.clone(),
+            session_key: session.key().to_owned(),
+        };
         events.notice("condensing older messages in the background");
-        jobs.insert(
-            key.clone(),
-            tokio::spawn(async move {
-                let output = compactor::summarize(
-                    provider.as_ref(),
-                    &model,
-                    &instructions,
-                    plan.previous_summary.as_deref(),
-                    &plan.transcript,
-                    plan.pressure,
-                )
-                .await;
-                match output {
-                    Ok(output) => {
-                        if let Some(memories) = memories {
-                            for memory in output.memories.clone() {
-                                if let Err(error) = memories.save(memory.into_new_memory(&context, "compaction")).await {
-                                    tracing::warn!(%error, session = %key, "can't save an extracted memory");
-                                }
-                            }
+        let shutdown = self.shutdown.clone();
+        let job = self.tasks.spawn(async move {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => None,
+                written = summary.write(plan) => written,
+            }
+        });
+        jobs.insert(session.key().to_owned(), job);
+        Ok(())
+    }
+}
+
+/// What a background compaction needs, taken from the agent and the session when it starts.
+struct Summary {
+    provider: Arc<dyn DynLlmProvider>,
+    model: String,
+    memories: Option<Memories>,
+    instructions: String,
+    context: String,
+    session_key: String,
+}
+
+impl Summary {
+    /// Summarizes the turns `plan` condenses and saves the memories extracted on the way;
+    /// `None` when the model could not (the next turn tries again).
+    async fn write(self, plan: CompactionPlan) -> Option<(CompactionPlan, CompactionOutput)> {
+        let Self { provider, model, memories, instructions, context, session_key } = self;
+        let output = compactor::summarize(
+            provider.as_ref(),
+            &model,
+            &instructions,
+            plan.previous_summary.as_deref(),
+            &plan.transcript,
+            plan.pressure,
+        )
+        .await;
+        match output {
+            Ok(output) => {
+                if let Some(memories) = memories {
+                    for memory in output.memories.clone() {
+                        if let Err(error) = memories.save(memory.into_new_memory(&context, "compaction")).await {
+                            tracing::warn!(%error, session = %session_key, "can't save an extracted memory");
                         }
-                        Some((plan, output))
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, session = %key, "background compaction failed; will retry after the next turn");
-                        None
                     }
                 }
-            }),
-        );
-        Ok(())
+                Some((plan, output))
+            }
+            Err(error) => {
+                tracing::warn!(%error, session = %session_key, "background compaction failed; will retry after the next turn");
+                None
+            }
+        }
     }
 }

@@ -430,3 +430,30 @@ async fn secrets_in_tool_call_arguments_are_redacted_in_the_announced_event() {
         "the event is redacted, a clean call is announced as it came"
     );
 }
+
+#[tokio::test]
+async fn a_background_compaction_is_tracked_and_stopped_by_shutdown() {
+    let provider = FakeProvider::new(vec![
+        text("a1"),
+        text("a2"),
+        text("a3"),
+        text_using("a4", 8_600),
+        Step::Hang, // the summary never comes
+        text("a5"),
+    ]);
+    let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let agent = compacting(agent);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    for question in ["q1", "q2", "q3", "q4"] {
+        agent.run_turn(&mut session, question, &SilentEvents, &CancellationToken::new()).await.unwrap();
+    }
+    while provider.requests().len() < 5 {
+        tokio::task::yield_now().await; // until the summary is asked for
+    }
+    tokio::time::timeout(Duration::from_secs(5), agent.shutdown()).await.expect("shutdown waits for nothing hung");
+    agent.settle(&mut session, &SilentEvents).await.unwrap();
+    agent.run_turn(&mut session, "q5", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    assert_eq!(provider.requests().len(), 6, "four turns, the stopped summary, one more turn");
+    let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
+    assert!(!stored.entries.iter().any(|entry| matches!(&entry.body, EntryBody::Compaction { .. })));
+}

@@ -4,6 +4,7 @@
 use squidbot_types::message::ToolCall;
 
 use super::AgentEvents;
+use super::redaction::{Outbound, redact};
 use crate::leaks::LeakScanner;
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolRegistry};
 
@@ -49,14 +50,12 @@ pub(super) async fn run_calls<'a>(
 /// Tells the readers of the turn's events (gateway clients, channels) that `call` starts,
 /// with any secret in its arguments redacted: they are outbound like the reply.
 fn announce(call: &ToolCall, events: &dyn AgentEvents, leaks: &LeakScanner) {
-    if leaks.scan(&call.arguments).is_empty() {
+    let arguments = redact(leaks, call.arguments.clone(), Outbound::ToolArguments { tool: &call.name }, events);
+    if arguments == call.arguments {
         events.tool_started(call);
-        return;
+    } else {
+        events.tool_started(&ToolCall { arguments, ..call.clone() });
     }
-    let (arguments, findings) = leaks.redact(&call.arguments);
-    let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
-    tracing::warn!(tool = %call.name, kinds = ?kinds, "redacted secrets from a tool call's arguments in its event");
-    events.tool_started(&ToolCall { arguments, ..call.clone() });
 }
 
 async fn run_one(registry: &ToolRegistry, call: &ToolCall, context: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -5,14 +5,14 @@
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::{
-    DelegateRequest, GRACE, MAX_REMINDERS, Outcome, Parent, RoleAgent, WorkerInbox, WorkerPool, WorkerSnapshot,
-    WorkerState,
+    DelegateRequest, DynWorkerAgent, GRACE, MAX_REMINDERS, Outcome, Parent, RoleAgent, WorkerInbox, WorkerPool,
+    WorkerSnapshot, WorkerState,
 };
-use crate::agent::{Agent, AgentEvents, TurnStatus};
-use crate::context::WORKER_NUDGE_PROMPT;
+use crate::agent::{AgentEvents, TurnStatus};
 
 /// A registered worker about to run.
 pub(super) struct Job {
@@ -56,13 +56,14 @@ pub(super) fn brief(request: &DelegateRequest, worker: &WorkerSnapshot, parent: 
     text
 }
 
-/// Runs the worker in a task of its own (so a panic stays there) under its time limit.
-pub(super) async fn supervise(pool: &Arc<WorkerPool>, job: Job) -> Ending {
+/// Runs the worker in a task of its own (so a panic stays there), tracked by `tracker`,
+/// under its time limit.
+pub(super) async fn supervise(pool: &Arc<WorkerPool>, tracker: &TaskTracker, job: Job) -> Ending {
     let Job { worker, role, brief, context, cancel, inbox } = job;
     let span = tracing::info_span!(
         "worker", correlation_id = %worker.correlation_id, worker = %worker.id, role = %worker.role
     );
-    let mut task = tokio::spawn(
+    let mut task = tracker.spawn(
         work(
             role.agent.clone(),
             pool.clone(),
@@ -143,15 +144,15 @@ struct Input {
 /// worker reported an outcome with `set_status`; a turn that ends with no answer at all
 /// gets up to [`MAX_REMINDERS`] reminders, then the worker fails.
 async fn work(
-    agent: Arc<Agent>,
+    agent: Arc<dyn DynWorkerAgent>,
     pool: Arc<WorkerPool>,
     worker: WorkerSnapshot,
     start: Input,
     cancel: CancellationToken,
 ) -> (WorkerState, String) {
     let Input { brief, context, inbox } = start;
-    let mut session = match agent.open_session_in(&worker.session_key, &context).await {
-        Ok((session, _)) => session,
+    let mut session = match agent.open_session_boxed(&worker.session_key, &context).await {
+        Ok(session) => session,
         Err(error) => return (WorkerState::Failed, format!("can't open its session: {error}")),
     };
     let events = WorkerEvents { pool: &pool, id: &worker.id };
@@ -161,8 +162,7 @@ async fn work(
     let mut reminders = 0;
     loop {
         let turn = inbox.begin_turn(&cancel);
-        let outcome =
-            agent.run_turn_correlated(&mut session, input.as_str().into(), &events, &turn, &correlation_id).await;
+        let outcome = agent.run_turn_boxed(&mut session, &input, &events, &turn, &correlation_id).await;
         let interrupted = inbox.end_turn();
         let outcome = match outcome {
             Ok(outcome) => outcome,
@@ -183,7 +183,7 @@ async fn work(
                     format!(
                         "it made {} model calls without finishing (max_turns = {}); it may be looping",
                         outcome.model_calls,
-                        agent.settings().max_turns
+                        agent.turn_limit()
                     ),
                 );
             }
@@ -208,7 +208,7 @@ async fn work(
                 tracing::warn!(%error, "worker state");
             }
         }
-        input = WORKER_NUDGE_PROMPT.load(agent.workspace().as_ref());
+        input = agent.reminder_text();
     }
 }
 

@@ -3,6 +3,8 @@
 //! rules as `squidbot cron` and the cron tools.
 
 use jiff::Timestamp;
+use serde::Deserialize;
+use serde::de;
 use serde_json::{Map, Value, json};
 use squidbot_core::ids::job_id;
 use squidbot_core::jobs::{
@@ -10,27 +12,125 @@ use squidbot_core::jobs::{
 };
 use squidbot_core::scheduler::RunNowError;
 
-use super::frame::{ErrorCode, MethodError, optional_str, required_str};
+use super::frame::{ErrorCode, MethodError};
+use super::params::{Lenient, NonBlank};
 use crate::JobServices;
 
-/// Runs the `cron.*` method `method`; `jobs` is `None` when the scheduler is off.
+/// A `cron.*` request.
+#[derive(Debug)]
+pub(crate) enum CronRequest {
+    /// `cron.list`.
+    List,
+    /// `cron.get`.
+    Get(JobParams),
+    /// `cron.status`.
+    Status,
+    /// `cron.add`.
+    Add(AddJobParams),
+    /// `cron.remove`.
+    Remove(JobParams),
+    /// `cron.pause`.
+    Pause(JobParams),
+    /// `cron.resume`.
+    Resume(JobParams),
+    /// `cron.update`.
+    Update(UpdateJobParams),
+    /// `cron.run`.
+    Run(JobParams),
+}
+
+/// Params naming one job.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct JobParams {
+    /// The job's id, as `cron.list` shows it.
+    pub(crate) id: Option<String>,
+    /// OpenClaw clients' name for `id`, read when `id` is absent.
+    pub(crate) job_id: Option<String>,
+}
+
+impl JobParams {
+    /// The id, trimmed.
+    fn id(&self) -> Result<&str, MethodError> {
+        job_reference(self.id.as_deref(), self.job_id.as_deref())
+    }
+}
+
+/// `cron.add` params.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct AddJobParams {
+    /// The job's name.
+    pub(crate) name: NonBlank,
+    /// When it runs: `daily 09:00`, `every 30m`, a cron expression, `at <time>`.
+    pub(crate) schedule: NonBlank,
+    /// What the assistant is told when it runs.
+    pub(crate) message: NonBlank,
+    /// Where the reply goes.
+    pub(crate) channel: Option<String>,
+    /// IANA zone; the default zone when absent or empty.
+    pub(crate) tz: Option<String>,
+}
+
+/// `cron.update` params: `{id, enabled}`, or OpenClaw's `{id, patch: {enabled}}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UpdateJobParams {
+    /// The job's id.
+    pub(crate) id: Option<String>,
+    /// OpenClaw clients' name for `id`.
+    pub(crate) job_id: Option<String>,
+    /// The changes; only `enabled` can change.
+    pub(crate) patch: Option<JobPatch>,
+    /// Read only without a `patch`; a value that is not a boolean is refused below as
+    /// missing, naming the field.
+    pub(crate) enabled: Lenient<bool>,
+}
+
+/// The changes of a `cron.update`, as sent: a JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct JobPatch(pub(crate) Map<String, Value>);
+
+impl<'de> Deserialize<'de> for JobPatch {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Map::deserialize(deserializer).map(Self).map_err(|_| de::Error::custom("must be an object"))
+    }
+}
+
+/// The scheduler's jobs, or why `method` can't reach them (the scheduler is off).
+pub(super) fn jobs<'a>(jobs: Option<&'a JobServices>, method: &str) -> Result<&'a JobServices, MethodError> {
+    jobs.ok_or_else(|| scheduler_off(method))
+}
+
+/// Runs the `cron.*` method `method` with its params as sent; `jobs` is `None` when the
+/// scheduler is off, which is reported whatever the params.
+#[cfg(test)]
 pub(super) async fn call(
     jobs: Option<&JobServices>,
     method: &str,
     params: &Map<String, Value>,
 ) -> Result<Value, MethodError> {
-    let Some(jobs) = jobs else { return Err(scheduler_off(method)) };
-    match method {
-        "cron.list" => list(jobs).await,
-        "cron.get" => owned(jobs, id_param(params)?).await.map(|job| json!({"job": row(&job)})),
-        "cron.status" => status(jobs).await,
-        "cron.add" => add(jobs, params).await,
-        "cron.remove" => remove(jobs, params).await,
-        "cron.pause" => set_status(jobs, id_param(params)?, JobStatus::Paused).await,
-        "cron.resume" => set_status(jobs, id_param(params)?, JobStatus::Active).await,
-        "cron.update" => update(jobs, params).await,
-        "cron.run" => run(jobs, params).await,
-        other => Err(MethodError::invalid(format!("unknown method `{other}`"))),
+    let jobs = self::jobs(jobs, method)?;
+    let method = super::methods::Method::from_name(method)
+        .ok_or_else(|| super::methods::RequestError::UnknownMethod(method.to_owned()))?;
+    let request = method.parse(params.clone()).map_err(super::methods::RequestError::from)?;
+    let super::methods::Request::Cron(request) = request else {
+        return Err(MethodError::invalid(format!("`{}` is not a cron method", method.name())));
+    };
+    run(jobs, request).await
+}
+
+/// Runs a `cron.*` request.
+pub(super) async fn run(jobs: &JobServices, request: CronRequest) -> Result<Value, MethodError> {
+    match request {
+        CronRequest::List => list(jobs).await,
+        CronRequest::Get(params) => owned(jobs, params.id()?).await.map(|job| json!({"job": row(&job)})),
+        CronRequest::Status => status(jobs).await,
+        CronRequest::Add(params) => add(jobs, params).await,
+        CronRequest::Remove(params) => remove(jobs, params.id()?).await,
+        CronRequest::Pause(params) => set_status(jobs, params.id()?, JobStatus::Paused).await,
+        CronRequest::Resume(params) => set_status(jobs, params.id()?, JobStatus::Active).await,
+        CronRequest::Update(params) => update(jobs, params).await,
+        CronRequest::Run(params) => run_now(jobs, params.id()?).await,
     }
 }
 
@@ -71,12 +171,9 @@ fn store_error(action: &str, error: JobStoreError) -> MethodError {
 }
 
 /// `id` (OpenClaw clients may send `jobId`), trimmed.
-fn id_param(params: &Map<String, Value>) -> Result<&str, MethodError> {
-    let id = match optional_str(params, "id")? {
-        Some(id) => Some(id),
-        None => optional_str(params, "jobId")?,
-    };
-    id.map(str::trim)
+fn job_reference<'a>(id: Option<&'a str>, job_id: Option<&'a str>) -> Result<&'a str, MethodError> {
+    id.or(job_id)
+        .map(str::trim)
         .filter(|id| !id.is_empty())
         .ok_or_else(|| MethodError::invalid("`id` is required and must be a job id from cron.list"))
 }
@@ -134,14 +231,14 @@ async fn status(jobs: &JobServices) -> Result<Value, MethodError> {
     }))
 }
 
-async fn add(jobs: &JobServices, params: &Map<String, Value>) -> Result<Value, MethodError> {
+async fn add(jobs: &JobServices, params: AddJobParams) -> Result<Value, MethodError> {
     let request = JobRequest {
-        name: required_str(params, "name")?,
-        schedule: required_str(params, "schedule")?,
-        message: required_str(params, "message")?,
-        channel: optional_str(params, "channel")?,
+        name: params.name.as_str(),
+        schedule: params.schedule.as_str(),
+        message: params.message.as_str(),
+        channel: params.channel.as_deref(),
         // A form's empty zone field means "the default", not a zone named "".
-        timezone: optional_str(params, "tz")?.filter(|zone| !zone.trim().is_empty()),
+        timezone: params.tz.as_deref().filter(|zone| !zone.trim().is_empty()),
         default_zone: &jobs.default_zone,
         owner_context: &jobs.owner_context,
     };
@@ -152,8 +249,7 @@ async fn add(jobs: &JobServices, params: &Map<String, Value>) -> Result<Value, M
     Ok(json!({"job": row(&job)}))
 }
 
-async fn remove(jobs: &JobServices, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let id = id_param(params)?;
+async fn remove(jobs: &JobServices, id: &str) -> Result<Value, MethodError> {
     let job = owned(jobs, id).await?;
     let refusal = match job.kind {
         JobKind::User => None,
@@ -196,11 +292,11 @@ async fn set_status(jobs: &JobServices, id: &str, status: JobStatus) -> Result<V
 }
 
 /// `cron.update {id, enabled}` (or OpenClaw's `{id, patch: {enabled}}`): pause or resume.
-async fn update(jobs: &JobServices, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let id = id_param(params)?;
-    let enabled = match params.get("patch") {
-        None | Some(Value::Null) => params.get("enabled"),
-        Some(Value::Object(patch)) => {
+async fn update(jobs: &JobServices, params: UpdateJobParams) -> Result<Value, MethodError> {
+    let id = job_reference(params.id.as_deref(), params.job_id.as_deref())?;
+    let enabled = match &params.patch {
+        None => params.enabled.0,
+        Some(JobPatch(patch)) => {
             let others: Vec<&str> = patch.keys().map(String::as_str).filter(|key| *key != "enabled").collect();
             if !others.is_empty() {
                 return Err(MethodError::invalid(format!(
@@ -209,20 +305,18 @@ async fn update(jobs: &JobServices, params: &Map<String, Value>) -> Result<Value
                     others.join(", ")
                 )));
             }
-            patch.get("enabled")
+            patch.get("enabled").and_then(Value::as_bool)
         }
-        Some(_) => return Err(MethodError::invalid("`patch` must be an object")),
     };
     let status = match enabled {
-        Some(Value::Bool(true)) => JobStatus::Active,
-        Some(Value::Bool(false)) => JobStatus::Paused,
-        _ => return Err(MethodError::invalid("`enabled` is required and must be true or false")),
+        Some(true) => JobStatus::Active,
+        Some(false) => JobStatus::Paused,
+        None => return Err(MethodError::invalid("`enabled` is required and must be true or false")),
     };
     set_status(jobs, id, status).await
 }
 
-async fn run(jobs: &JobServices, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let id = id_param(params)?;
+async fn run_now(jobs: &JobServices, id: &str) -> Result<Value, MethodError> {
     let job = owned(jobs, id).await?;
     let Some(control) = &jobs.control else {
         return Err(MethodError::new(

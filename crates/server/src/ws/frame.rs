@@ -179,6 +179,11 @@ impl MethodError {
         Self::new(ErrorCode::InvalidRequest, message)
     }
 
+    /// A failure on the server's side.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        Self::new(ErrorCode::Internal, error.to_string())
+    }
+
     /// Adds details.
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
@@ -255,33 +260,6 @@ pub fn error_response(id: Option<&str>, error: &MethodError) -> Result<String, s
 /// `event` with the connection's sequence number.
 pub fn event<P: Serialize + ?Sized>(name: &str, payload: &P, seq: u64) -> Result<String, serde_json::Error> {
     serde_json::to_string(&EventFrame { event: name, payload, seq, kind: "event" })
-}
-
-/// A string parameter, `None` when absent.
-pub fn optional_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, MethodError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.as_str())),
-        Some(_) => Err(MethodError::invalid(format!("`{key}` must be a string"))),
-    }
-}
-
-/// A required non-empty string parameter.
-pub fn required_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, MethodError> {
-    optional_str(params, key)?
-        .filter(|text| !text.trim().is_empty())
-        .ok_or_else(|| MethodError::invalid(format!("`{key}` is required and must be a non-empty string")))
-}
-
-/// A non-negative integer parameter.
-pub fn optional_u64(params: &Map<String, Value>, key: &str) -> Result<Option<u64>, MethodError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| MethodError::invalid(format!("`{key}` must be a non-negative integer"))),
-    }
 }
 
 #[cfg(test)]

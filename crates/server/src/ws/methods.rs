@@ -1,135 +1,309 @@
-//! The methods of the protocol. Each returns its `res` payload, or `None` when the final
-//! response comes later (an `agent` run answers when it ends).
+//! The methods of the protocol as one typed [`Request`]: the `methods!` table below
+//! declares every method once (its name, the access it needs, its params type and the
+//! request it reads into), and the method list of `hello-ok`, the lookup by name, the
+//! scope check and the dispatch all come from it. Each method returns its `res` payload,
+//! or `None` when the final response comes later (an `agent` run answers when it ends).
 
 use serde_json::{Map, Value, json};
-use squidbot_core::memory::{DocumentEdit, ListFilter, apply_edit};
-use squidbot_core::runs::{RunError, RunRequest};
-use squidbot_types::memory::{DEFAULT_IMPORTANCE, MemoryType, NewMemory};
-use squidbot_types::session::{EntryBody, MessageRole, SessionEntry};
 
-use super::frame::{ErrorCode, MethodError, optional_str, optional_u64, required_str};
+use super::chat::{AbortParams, HistoryParams, RunParams};
+use super::cron::{AddJobParams, CronRequest, JobParams, UpdateJobParams};
+use super::frame::{ErrorCode, MethodError};
+use super::memory::{MemoryDeleteParams, MemoryListParams, MemoryRequest, MemorySaveParams, MemoryTextParams};
+use super::params::{NoParams, ParamsError, decode};
+use super::sessions::{SessionGetParams, SessionParams};
+use super::workers::{WorkerParams, WorkersListParams, WorkersRequest};
 use super::{Access, Connection};
+use crate::bus::{BusHealthParams, BusRequest, BusSendParams};
 
 /// The owner's main session, as OpenClaw names it.
 pub const MAIN_SESSION: &str = "agent:main:main";
 
-/// Methods and what they need.
-const METHODS: &[(&str, Access)] = &[
-    ("health", Access::Read),
-    ("status", Access::Read),
-    ("agent", Access::Write),
-    ("chat.send", Access::Write),
-    ("chat.history", Access::Read),
-    ("chat.abort", Access::Write),
-    ("sessions.list", Access::Read),
-    ("sessions.get", Access::Read),
-    ("sessions.subscribe", Access::Read),
-    ("sessions.reset", Access::Write),
-    ("cron.list", Access::Read),
-    ("cron.get", Access::Read),
-    ("cron.status", Access::Read),
-    ("cron.add", Access::Write),
-    ("cron.remove", Access::Write),
-    ("cron.pause", Access::Write),
-    ("cron.resume", Access::Write),
-    ("cron.update", Access::Write),
-    ("cron.run", Access::Write),
-    ("config.get", Access::Read),
-    ("models.list", Access::Read),
-    ("agents.list", Access::Read),
-    ("skills.list", Access::Read),
-    ("memory.list", Access::Read),
-    ("memory.save", Access::Write),
-    ("memory.delete", Access::Write),
-    ("memory.doc.get", Access::Read),
-    ("memory.doc.set", Access::Write),
-    ("workers.list", Access::Read),
-    ("workers.cancel", Access::Write),
-    ("bus.send", Access::Write),
-    ("bus.health", Access::Read),
-];
+/// Declares the methods: each row is `Variant = "wire.name", Access, |params: Params|
+/// request`. Generates [`Method`] (with its names, in this order, as advertised in
+/// `hello-ok`) and the reading of a method's params into its [`Request`].
+macro_rules! methods {
+    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal, $access:ident, |$params:ident: $kind:ty| $request:expr;)*) => {
+        /// A method of the protocol.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Method {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Method {
+            /// Every method, in the order `hello-ok` lists them.
+            #[cfg(test)]
+            pub(crate) const ALL: &[Method] = &[$(Method::$variant,)*];
+
+            /// The names `hello-ok` advertises, in the order of [`Method::ALL`].
+            pub(crate) const NAMES: &[&str] = &[$($name,)*];
+
+            /// The method's name on the wire.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Method::$variant => $name,)*
+                }
+            }
+
+            /// The method named `name`, `None` for unknown names.
+            pub(crate) fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($name => Some(Method::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// What a connection needs to call the method.
+            pub(crate) fn access(self) -> Access {
+                match self {
+                    $(Method::$variant => Access::$access,)*
+                }
+            }
+
+            /// Reads `params` into the method's request.
+            pub(crate) fn parse(self, params: Map<String, Value>) -> Result<Request, ParamsError> {
+                match self {
+                    $(Method::$variant => decode::<$kind>(params).map(|$params| $request),)*
+                }
+            }
+        }
+    };
+}
+
+methods! {
+    /// `health`: the gateway's health report.
+    Health = "health", Read, |_params: NoParams| Request::Health;
+    /// `status`: versions, model, channels, usage and counts.
+    Status = "status", Read, |_params: NoParams| Request::Status;
+    /// `agent {message, sessionKey?, agentId?, idempotencyKey?}`: a turn answered twice.
+    Agent = "agent", Write, |params: RunParams| Request::Agent(params);
+    /// `chat.send {message, sessionKey?, agentId?, idempotencyKey?}`: a turn, acked at once.
+    ChatSend = "chat.send", Write, |params: RunParams| Request::ChatSend(params);
+    /// `chat.history {sessionKey?, agentId?, limit?}`.
+    ChatHistory = "chat.history", Read, |params: HistoryParams| Request::ChatHistory(params);
+    /// `chat.abort {sessionKey?, agentId?, runId?}`.
+    ChatAbort = "chat.abort", Write, |params: AbortParams| Request::ChatAbort(params);
+    /// `sessions.list`.
+    SessionsList = "sessions.list", Read, |_params: NoParams| Request::SessionsList;
+    /// `sessions.get {key? | sessionKey?, agentId?}`: a session's entry tree.
+    SessionsGet = "sessions.get", Read, |params: SessionGetParams| Request::SessionsGet(params);
+    /// `sessions.subscribe {sessionKey?, agentId?}`.
+    SessionsSubscribe = "sessions.subscribe", Read, |params: SessionParams| Request::SessionsSubscribe(params);
+    /// `sessions.reset {sessionKey?, agentId?}`.
+    SessionsReset = "sessions.reset", Write, |params: SessionParams| Request::SessionsReset(params);
+    /// `cron.list`.
+    CronList = "cron.list", Read, |_params: NoParams| Request::Cron(CronRequest::List);
+    /// `cron.get {id | jobId}`.
+    CronGet = "cron.get", Read, |params: JobParams| Request::Cron(CronRequest::Get(params));
+    /// `cron.status`.
+    CronStatus = "cron.status", Read, |_params: NoParams| Request::Cron(CronRequest::Status);
+    /// `cron.add {name, schedule, message, channel?, tz?}`.
+    CronAdd = "cron.add", Write, |params: AddJobParams| Request::Cron(CronRequest::Add(params));
+    /// `cron.remove {id | jobId}`.
+    CronRemove = "cron.remove", Write, |params: JobParams| Request::Cron(CronRequest::Remove(params));
+    /// `cron.pause {id | jobId}`.
+    CronPause = "cron.pause", Write, |params: JobParams| Request::Cron(CronRequest::Pause(params));
+    /// `cron.resume {id | jobId}`.
+    CronResume = "cron.resume", Write, |params: JobParams| Request::Cron(CronRequest::Resume(params));
+    /// `cron.update {id | jobId, enabled | patch: {enabled}}`.
+    CronUpdate = "cron.update", Write, |params: UpdateJobParams| Request::Cron(CronRequest::Update(params));
+    /// `cron.run {id | jobId}`.
+    CronRun = "cron.run", Write, |params: JobParams| Request::Cron(CronRequest::Run(params));
+    /// `config.get`: the configuration, secrets redacted.
+    ConfigGet = "config.get", Read, |_params: NoParams| Request::ConfigGet;
+    /// `models.list`.
+    ModelsList = "models.list", Read, |_params: NoParams| Request::ModelsList;
+    /// `agents.list`.
+    AgentsList = "agents.list", Read, |_params: NoParams| Request::AgentsList;
+    /// `skills.list`.
+    SkillsList = "skills.list", Read, |_params: NoParams| Request::SkillsList;
+    /// `memory.list {limit?, query?}`.
+    MemoryList = "memory.list", Read, |params: MemoryListParams| Request::Memory(MemoryRequest::List(params));
+    /// `memory.save {content, type?, importance?}`.
+    MemorySave = "memory.save", Write, |params: MemorySaveParams| Request::Memory(MemoryRequest::Save(params));
+    /// `memory.delete {id}`.
+    MemoryDelete = "memory.delete", Write, |params: MemoryDeleteParams| Request::Memory(MemoryRequest::Delete(params));
+    /// `memory.doc.get`: memory.md.
+    MemoryDocGet = "memory.doc.get", Read, |_params: NoParams| Request::Memory(MemoryRequest::DocumentGet);
+    /// `memory.doc.set {text}`: replaces memory.md.
+    MemoryDocSet = "memory.doc.set", Write, |params: MemoryTextParams| Request::Memory(MemoryRequest::DocumentSet(params));
+    /// `workers.list {sessionKey?}`.
+    WorkersList = "workers.list", Read, |params: WorkersListParams| Request::Workers(WorkersRequest::List(params));
+    /// `workers.cancel {id}`.
+    WorkersCancel = "workers.cancel", Write, |params: WorkerParams| Request::Workers(WorkersRequest::Cancel(params));
+    /// `bus.send {target, message?, priority?, from?, correlationId?, sessionKey?}`.
+    BusSend = "bus.send", Write, |params: BusSendParams| Request::Bus(BusRequest::Send(params));
+    /// `bus.health {target}`.
+    BusHealth = "bus.health", Read, |params: BusHealthParams| Request::Bus(BusRequest::Health(params));
+}
 
 /// Names advertised in `hello-ok`.
-pub const NAMES: [&str; METHODS.len()] = {
-    let mut names = [""; METHODS.len()];
-    let mut index = 0;
-    while index < METHODS.len() {
-        names[index] = METHODS[index].0;
-        index += 1;
+pub const NAMES: &[&str] = Method::NAMES;
+
+/// A request with its params read, as [`Method::parse`] makes it; the families with a
+/// module of their own nest their requests. The methods are documented on [`Method`].
+#[derive(Debug)]
+pub(crate) enum Request {
+    /// `health`.
+    Health,
+    /// `status`.
+    Status,
+    /// `agent`.
+    Agent(RunParams),
+    /// `chat.send`.
+    ChatSend(RunParams),
+    /// `chat.history`.
+    ChatHistory(HistoryParams),
+    /// `chat.abort`.
+    ChatAbort(AbortParams),
+    /// `sessions.list`.
+    SessionsList,
+    /// `sessions.get`.
+    SessionsGet(SessionGetParams),
+    /// `sessions.subscribe`.
+    SessionsSubscribe(SessionParams),
+    /// `sessions.reset`.
+    SessionsReset(SessionParams),
+    /// `cron.*`.
+    Cron(CronRequest),
+    /// `config.get`.
+    ConfigGet,
+    /// `models.list`.
+    ModelsList,
+    /// `agents.list`.
+    AgentsList,
+    /// `skills.list`.
+    SkillsList,
+    /// `memory.*`.
+    Memory(MemoryRequest),
+    /// `workers.*`.
+    Workers(WorkersRequest),
+    /// `bus.*`.
+    Bus(BusRequest),
+}
+
+/// Why a request was refused before its method ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RequestError {
+    /// No method has this name.
+    #[error("unknown method `{0}`")]
+    UnknownMethod(String),
+    /// The connection did not ask for `operator.write`.
+    #[error("`{}` needs the operator.write scope", .0.name())]
+    MissingScope(Method),
+    /// The params don't fit the method.
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+}
+
+impl From<RequestError> for MethodError {
+    fn from(error: RequestError) -> Self {
+        match &error {
+            RequestError::UnknownMethod(method) => MethodError::invalid(error.to_string())
+                .with_details(json!({"code": "UNKNOWN_METHOD", "method": method})),
+            RequestError::MissingScope(_) => MethodError::new(ErrorCode::Forbidden, error.to_string())
+                .with_details(json!({"code": "MISSING_SCOPE", "scope": "operator.write"})),
+            RequestError::Params(error) => MethodError::from(error.clone()),
+        }
     }
-    names
-};
+}
 
 /// What `method` needs, `None` for unknown methods.
+#[cfg(test)]
 pub(super) fn access(method: &str) -> Option<Access> {
-    METHODS.iter().find(|(name, _)| *name == method).map(|(_, access)| *access)
+    Method::from_name(method).map(Method::access)
 }
 
-fn internal(error: impl std::fmt::Display) -> MethodError {
-    MethodError::new(ErrorCode::Internal, error.to_string())
-}
-
-/// The session a request names: `sessionKey`, else the agent's main session.
-fn session_key(params: &Map<String, Value>) -> Result<String, MethodError> {
-    if let Some(key) = optional_str(params, "sessionKey")?.filter(|key| !key.trim().is_empty()) {
-        if key.len() > 256 || key.chars().any(char::is_control) {
-            return Err(MethodError::invalid("`sessionKey` must be at most 256 printable characters"));
-        }
-        return Ok(key.to_owned());
+/// Reads the request `method` with `params` for a connection with `granted` access: the
+/// method must exist and be allowed, the feature it belongs to must be on (a client learns
+/// that first, whatever it sent), and its params must fit.
+pub(super) fn read(
+    gateway: &crate::Gateway,
+    method: &str,
+    granted: Access,
+    params: Map<String, Value>,
+) -> Result<(Method, Request), MethodError> {
+    let method = Method::from_name(method).ok_or_else(|| RequestError::UnknownMethod(method.to_owned()))?;
+    if method.access() == Access::Write && granted != Access::Write {
+        return Err(RequestError::MissingScope(method).into());
     }
-    let agent = optional_str(params, "agentId")?.unwrap_or("main");
-    if agent != "main" {
-        return Err(MethodError::invalid(format!("unknown agent {agent:?}; this gateway runs the agent \"main\"")));
+    if let Some(error) = unavailable(gateway, method) {
+        return Err(error);
     }
-    Ok(MAIN_SESSION.to_owned())
+    Ok((method, method.parse(params).map_err(RequestError::from)?))
 }
 
-/// Runs the method; `None` when the response is sent later.
+/// Why `method` can't run on this gateway: the feature it belongs to is off.
+fn unavailable(gateway: &crate::Gateway, method: Method) -> Option<MethodError> {
+    let services = &gateway.services;
+    match method {
+        Method::CronList
+        | Method::CronGet
+        | Method::CronStatus
+        | Method::CronAdd
+        | Method::CronRemove
+        | Method::CronPause
+        | Method::CronResume
+        | Method::CronUpdate
+        | Method::CronRun => super::cron::jobs(services.jobs.as_ref(), method.name()).err(),
+        Method::MemoryList | Method::MemorySave | Method::MemoryDelete => super::memory::memories(gateway).err(),
+        Method::MemoryDocGet | Method::MemoryDocSet => super::memory::documents(gateway).err(),
+        Method::WorkersList | Method::WorkersCancel => super::workers::delegation(gateway).err(),
+        Method::BusSend | Method::BusHealth => crate::bus::bus(gateway).err(),
+        Method::Health
+        | Method::Status
+        | Method::Agent
+        | Method::ChatSend
+        | Method::ChatHistory
+        | Method::ChatAbort
+        | Method::SessionsList
+        | Method::SessionsGet
+        | Method::SessionsSubscribe
+        | Method::SessionsReset
+        | Method::ConfigGet
+        | Method::ModelsList
+        | Method::AgentsList
+        | Method::SkillsList => None,
+    }
+}
+
+/// Runs the request; `None` when the response is sent later.
 pub(super) async fn call(
     connection: &mut Connection,
     id: &str,
-    method: &str,
-    params: &Map<String, Value>,
+    method: Method,
+    request: Request,
 ) -> Option<Result<Value, MethodError>> {
     let gateway = connection.gateway.clone();
-    let result = match method {
-        "health" => Ok(crate::health::report(&gateway).await),
-        "status" => Ok(status(connection).await),
-        "agent" => return agent(connection, id, params),
-        "chat.send" => chat_send(connection, params),
-        "chat.abort" => chat_abort(connection, params),
-        "chat.history" => chat_history(connection, params).await,
-        "sessions.list" => sessions_list(connection).await,
-        "sessions.get" => sessions_get(connection, params).await,
-        "sessions.subscribe" => session_key(params).map(|key| {
-            connection.watch(&key);
-            json!({"ok": true, "sessionKey": key})
-        }),
-        "sessions.reset" => match session_key(params) {
-            Ok(key) => gateway.runner.reset(&key).await.map(|()| json!({"ok": true, "key": key})).map_err(internal),
+    let result = match request {
+        Request::Health => Ok(crate::health::report(&gateway).await),
+        Request::Status => Ok(status(connection).await),
+        Request::Agent(params) => return super::chat::agent(connection, id, params),
+        Request::ChatSend(params) => super::chat::send(connection, params),
+        Request::ChatAbort(params) => super::chat::abort(connection, params),
+        Request::ChatHistory(params) => super::chat::history(connection, params).await,
+        Request::SessionsList => super::sessions::list(connection).await,
+        Request::SessionsGet(params) => super::sessions::get(connection, params).await,
+        Request::SessionsSubscribe(params) => super::sessions::subscribe(connection, params),
+        Request::SessionsReset(params) => super::sessions::reset(connection, params).await,
+        Request::Cron(request) => match super::cron::jobs(gateway.services.jobs.as_ref(), method.name()) {
+            Ok(jobs) => super::cron::run(jobs, request).await,
             Err(error) => Err(error),
         },
-        "cron.list" | "cron.get" | "cron.status" | "cron.add" | "cron.remove" | "cron.pause" | "cron.resume"
-        | "cron.update" | "cron.run" => super::cron::call(gateway.services.jobs.as_ref(), method, params).await,
-        "config.get" => Ok(json!({"config": gateway.services.config})),
-        "models.list" => Ok(json!({"models": gateway.models.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()})),
-        "agents.list" => {
+        Request::ConfigGet => Ok(json!({"config": gateway.services.config})),
+        Request::ModelsList => {
+            Ok(json!({"models": gateway.models.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()}))
+        }
+        Request::AgentsList => {
             Ok(json!({"defaultId": "main", "agents": [{"id": "main", "name": "squidbot", "default": true}]}))
         }
-        "skills.list" => {
+        Request::SkillsList => {
             let skills = gateway.services.skills.as_ref().map(|list| list()).unwrap_or_default();
             Ok(json!({"skills": skills}))
         }
-        "memory.list" => memory_list(connection, params).await,
-        "memory.save" => memory_save(connection, params).await,
-        "memory.delete" => memory_delete(connection, params).await,
-        "memory.doc.get" => memory_doc_get(connection),
-        "memory.doc.set" => memory_doc_set(connection, params),
-        "bus.send" => crate::bus::send(&gateway, params).await,
-        "bus.health" => crate::bus::health(&gateway, params),
-        "workers.list" => super::workers::list(&gateway, params),
-        "workers.cancel" => super::workers::cancel(&gateway, params),
-        other => Err(MethodError::invalid(format!("unknown method `{other}`"))),
+        Request::Memory(request) => super::memory::call(&gateway, request).await,
+        Request::Bus(request) => crate::bus::call(&gateway, request).await,
+        Request::Workers(request) => super::workers::call(&gateway, request),
     };
     Some(result)
 }
@@ -167,264 +341,5 @@ async fn status(connection: &Connection) -> Value {
     })
 }
 
-fn start_run(
-    connection: &mut Connection,
-    params: &Map<String, Value>,
-    text_key: &str,
-) -> Result<(String, String), MethodError> {
-    let key = session_key(params)?;
-    let message = required_str(params, text_key)?.to_owned();
-    let run_id = match optional_str(params, "idempotencyKey")? {
-        Some(id) if !id.is_empty() => id.to_owned(),
-        _ => format!("run-{}", squidbot_core::ids::session_id()),
-    };
-    // Watch before starting so the first events are not missed.
-    connection.watch(&key);
-    let request = RunRequest {
-        session_key: key.clone(),
-        input: message,
-        images: Vec::new(),
-        origin: "openclaw".into(),
-        run_id: Some(run_id),
-        correlation_id: None,
-    };
-    match connection.gateway.runner.start(request) {
-        Ok(handle) => Ok((handle.run_id, key)),
-        Err(RunError::AlreadyRunning(id)) => Err(MethodError::invalid(format!("run {id} is already running"))
-            .with_details(json!({"code": "DUPLICATE_RUN", "runId": id}))),
-        Err(RunError::ShuttingDown) => Err(MethodError::new(ErrorCode::Unavailable, "the gateway is shutting down")),
-        Err(RunError::Invalid(message)) => Err(MethodError::invalid(message)),
-    }
-}
-
-fn agent(connection: &mut Connection, id: &str, params: &Map<String, Value>) -> Option<Result<Value, MethodError>> {
-    match start_run(connection, params, "message") {
-        Ok((run_id, key)) => {
-            connection.runs.await_final(&run_id, id);
-            let accepted = json!({
-                "runId": run_id, "sessionKey": key, "agentId": "main", "status": "accepted",
-                "acceptedAt": super::unix_ms(),
-            });
-            connection.respond(id, Ok(accepted));
-            None
-        }
-        Err(error) => Some(Err(error)),
-    }
-}
-
-fn chat_send(connection: &mut Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let (run_id, key) = start_run(connection, params, "message")?;
-    Ok(json!({"runId": run_id, "sessionKey": key, "status": "started"}))
-}
-
-fn chat_abort(connection: &mut Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let key = session_key(params)?;
-    let run_id = optional_str(params, "runId")?;
-    let aborted = connection.gateway.runner.abort(&key, run_id);
-    Ok(json!({"ok": true, "aborted": !aborted.is_empty(), "runIds": aborted}))
-}
-
-/// The entries of a session: the open one when loaded, else from the store.
-async fn session_entries(
-    connection: &Connection,
-    key: &str,
-) -> Result<Option<(Vec<SessionEntry>, Option<String>, Option<Vec<String>>)>, MethodError> {
-    let runner = &connection.gateway.runner;
-    let stored = runner.agent().store().load_boxed(key).await.map_err(internal)?;
-    let Some(stored) = stored else { return Ok(None) };
-    let session = runner.session(key).await.map_err(internal)?;
-    // A running turn holds the lock; then the stored copy (which lags by at most the
-    // entries of that turn) is shown instead of waiting.
-    let (entries, leaf, active) = match session.try_lock() {
-        Ok(session) => (
-            session.entries().to_vec(),
-            session.leaf().map(str::to_owned),
-            Some(session.active_path().iter().map(|entry| entry.id.clone()).collect()),
-        ),
-        Err(_) => {
-            let leaf = stored.entries.last().map(|entry| entry.id.clone());
-            (stored.entries, leaf, None)
-        }
-    };
-    Ok(Some((entries, leaf, active)))
-}
-
-async fn chat_history(connection: &mut Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let key = session_key(params)?;
-    let limit = optional_u64(params, "limit")?.unwrap_or(200).clamp(1, 1000) as usize;
-    connection.watch(&key);
-    let Some((entries, _, active)) = session_entries(connection, &key).await? else {
-        return Ok(json!({"sessionKey": key, "messages": []}));
-    };
-    let on_path: Option<std::collections::HashSet<&str>> =
-        active.as_ref().map(|active| active.iter().map(String::as_str).collect());
-    let messages: Vec<Value> = entries
-        .iter()
-        .filter(|entry| on_path.as_ref().is_none_or(|on_path| on_path.contains(entry.id.as_str())))
-        .filter_map(|entry| match &entry.body {
-            EntryBody::Message { role, content, .. } if !content.is_empty() => {
-                let role = match role {
-                    MessageRole::User => "user",
-                    MessageRole::Assistant => "assistant",
-                };
-                Some(json!({"role": role, "content": [{"type": "text", "text": content}], "timestamp": entry.timestamp, "id": entry.id}))
-            }
-            EntryBody::Delegate { worker, agent, status, result, session, .. } => {
-                let text = format!("[background {agent} {worker} {status}]\n{result}");
-                Some(json!({
-                    "role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": entry.timestamp,
-                    "id": entry.id, "background": {"workerId": worker, "status": status, "workerSession": session},
-                }))
-            }
-            _ => None,
-        })
-        .collect();
-    let skip = messages.len().saturating_sub(limit);
-    Ok(json!({"sessionKey": key, "messages": messages[skip..]}))
-}
-
-async fn sessions_list(connection: &Connection) -> Result<Value, MethodError> {
-    let summaries = connection.gateway.runner.agent().store().list_boxed().await.map_err(internal)?;
-    let sessions: Vec<Value> = summaries
-        .into_iter()
-        .map(|summary| {
-            json!({
-                "key": summary.key, "title": summary.preview, "context": summary.context,
-                "createdAt": summary.created, "updatedAt": summary.updated,
-                "entries": summary.entry_count, "messages": summary.message_count, "archived": false,
-            })
-        })
-        .collect();
-    Ok(json!({"sessions": sessions}))
-}
-
-async fn sessions_get(connection: &Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let key = match optional_str(params, "key")? {
-        Some(key) if !key.trim().is_empty() => key.to_owned(),
-        _ => session_key(params)?,
-    };
-    let Some((entries, leaf, active)) = session_entries(connection, &key).await? else {
-        return Err(MethodError::invalid(format!("no session {key:?}")).with_details(json!({"code": "NOT_FOUND"})));
-    };
-    let entries: Vec<Value> = entries
-        .iter()
-        .map(|entry| {
-            let mut body = serde_json::to_value(&entry.body).unwrap_or(Value::Null);
-            if let Some(kind) = body.get("type").cloned() {
-                body["kind"] = kind;
-            }
-            json!({"id": entry.id, "parent": entry.parent, "timestamp": entry.timestamp, "body": body})
-        })
-        .collect();
-    Ok(json!({"key": key, "leaf": leaf, "activePath": active, "entries": entries}))
-}
-
-fn memory_json(memory: &squidbot_types::memory::Memory) -> Value {
-    json!({
-        "id": memory.id, "type": memory.kind.as_str(), "content": memory.content, "importance": memory.importance,
-        "tags": memory.tags, "source": memory.source, "created_at": memory.created_at,
-        "updated_at": memory.updated_at, "expires_at": memory.expires_at,
-    })
-}
-
-fn memories(connection: &Connection) -> Result<&std::sync::Arc<squidbot_core::memory::Memories>, MethodError> {
-    connection
-        .gateway
-        .services
-        .memories
-        .as_ref()
-        .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "long-term memory is not enabled on this gateway"))
-}
-
-async fn memory_list(connection: &Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let memories = memories(connection)?;
-    let context = &connection.gateway.services.memory_context;
-    let limit = optional_u64(params, "limit")?.unwrap_or(50).clamp(1, 500) as usize;
-    let list = match optional_str(params, "query")?.filter(|query| !query.trim().is_empty()) {
-        Some(query) => memories
-            .recall(context, query, limit, &[])
-            .await
-            .map_err(internal)?
-            .hits
-            .into_iter()
-            .map(|hit| hit.memory)
-            .collect(),
-        None => memories.list(context, ListFilter { limit, ..ListFilter::default() }).await.map_err(internal)?,
-    };
-    Ok(json!({"memories": list.iter().map(memory_json).collect::<Vec<_>>()}))
-}
-
-async fn memory_save(connection: &Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let memories = memories(connection)?;
-    let content = required_str(params, "content")?;
-    let kind = match optional_str(params, "type")? {
-        None => MemoryType::Fact,
-        Some(name) => {
-            MemoryType::parse(name).ok_or_else(|| MethodError::invalid(format!("unknown memory type {name:?}")))?
-        }
-    };
-    let importance = match params.get("importance") {
-        None | Some(Value::Null) => DEFAULT_IMPORTANCE,
-        Some(value) => match value.as_f64() {
-            Some(importance) if (0.0..=1.0).contains(&importance) => importance as f32,
-            _ => return Err(MethodError::invalid("`importance` must be a number from 0 to 1")),
-        },
-    };
-    let memory = NewMemory {
-        context: connection.gateway.services.memory_context.clone(),
-        kind,
-        content: content.to_owned(),
-        importance,
-        tags: Vec::new(),
-        source: "ui".into(),
-        expires_at: None,
-        links: Vec::new(),
-    };
-    let outcome = memories.save(memory).await.map_err(|error| MethodError::invalid(error.to_string()))?;
-    Ok(json!({"id": outcome.id(), "created": matches!(outcome, squidbot_core::memory::SaveOutcome::Created(_))}))
-}
-
-async fn memory_delete(connection: &Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let memories = memories(connection)?;
-    let id =
-        params.get("id").and_then(Value::as_i64).ok_or_else(|| MethodError::invalid("`id` must be a memory id"))?;
-    memories
-        .delete(&connection.gateway.services.memory_context, id)
-        .await
-        .map_err(|error| MethodError::invalid(error.to_string()))?;
-    Ok(json!({"ok": true}))
-}
-
-fn documents(
-    connection: &Connection,
-) -> Result<&std::sync::Arc<dyn squidbot_core::memory::MemoryDocuments>, MethodError> {
-    connection
-        .gateway
-        .services
-        .documents
-        .as_ref()
-        .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "memory.md is not enabled on this gateway"))
-}
-
-fn memory_doc_get(connection: &Connection) -> Result<Value, MethodError> {
-    let documents = documents(connection)?;
-    let context = &connection.gateway.services.memory_context;
-    let text = documents.read(context).map_err(internal)?.unwrap_or_default();
-    Ok(json!({"text": text, "location": documents.location(context), "cap": connection.gateway.services.document_cap}))
-}
-
-fn memory_doc_set(connection: &Connection, params: &Map<String, Value>) -> Result<Value, MethodError> {
-    let documents = documents(connection)?;
-    let text = optional_str(params, "text")?.ok_or_else(|| MethodError::invalid("`text` is required"))?;
-    let cap = connection.gateway.services.document_cap;
-    let edit = DocumentEdit { content: text.to_owned(), append: false, section: None };
-    let document = apply_edit("", &edit);
-    if document.chars().count() > cap {
-        return Err(MethodError::invalid(format!(
-            "memory.md would be {} characters; the limit is {cap}",
-            document.chars().count()
-        )));
-    }
-    documents.write(&connection.gateway.services.memory_context, &document).map_err(internal)?;
-    Ok(json!({"ok": true, "chars": document.chars().count()}))
-}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,362 @@
+//! One user turn, step by step: record the input, prepare what its model calls share, then
+//! call the model (retrying a context overflow), record the reply, run its tool calls and
+//! record their results, until a final answer, a stop, an error or `max_turns`.
+
+use std::sync::Arc;
+
+use squidbot_types::ToolSpec;
+use squidbot_types::message::{ToolCall, Usage};
+use squidbot_types::session::{EntryBody, MessageRole};
+use tokio_util::sync::CancellationToken;
+
+use super::redaction::{Outbound, TurnSink, redact};
+use super::{
+    Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, TurnOutcome, TurnStatus, estimate_message_tokens,
+    fit_history, tools,
+};
+use crate::provider::{Completion, CompletionRequest, ProviderError};
+use crate::session::Session;
+use crate::store::Durability;
+use crate::tool::{ToolContext, ToolError, ToolRegistry};
+use crate::workspace::ContextWorkspace;
+
+/// Retries of a call the provider refused as too long for the context, each with half the
+/// history of the last.
+const OVERFLOW_RETRIES: u32 = 3;
+
+/// Whether the turn goes on after a step, and with what.
+enum Flow<T> {
+    /// The turn goes on with this.
+    Continue(T),
+    /// The turn is over; its outcome says how it ended.
+    Ended,
+}
+
+/// A turn in progress: what its model calls share and what it produced so far.
+struct Turn<'a> {
+    agent: &'a Agent,
+    events: &'a dyn AgentEvents,
+    cancel: &'a CancellationToken,
+    sink: TurnSink<'a>,
+    system: String,
+    tools: ToolRegistry,
+    tool_specs: Arc<[ToolSpec]>,
+    tool_specs_chars: usize,
+    workspace: ContextWorkspace,
+    outcome: TurnOutcome,
+    fit: HistoryFit,
+}
+
+/// How much of the history requests carry.
+struct HistoryFit {
+    /// The user was told that old messages are left out (once per turn).
+    warned: bool,
+    /// Context overflows retried so far.
+    overflow_retries: u32,
+    /// Tokens of history the provider accepts, as learned from its overflows.
+    overflow_budget: usize,
+}
+
+impl Agent {
+    pub(super) async fn run_turn_inner(
+        &self,
+        session: &mut Session,
+        input: TurnInput<'_>,
+        events: &dyn AgentEvents,
+        cancel: &CancellationToken,
+        correlation_id: &str,
+    ) -> Result<TurnOutcome, AgentError> {
+        let first_run = !session.is_persisted() && session.branch_is_empty();
+        self.record_input(session, input).await?;
+        let mut turn = self.prepare_turn(session, first_run, events, cancel, correlation_id).await?;
+        while turn.outcome.model_calls < self.settings.max_turns {
+            let Flow::Continue(reply) = turn.call_model(session).await? else { return Ok(turn.outcome) };
+            let Flow::Continue(calls) = turn.record_reply(session, reply).await? else { return Ok(turn.outcome) };
+            let Flow::Continue(()) = turn.run_tool_calls(session, &calls).await? else { return Ok(turn.outcome) };
+        }
+        turn.end_on_max_turns(session).await
+    }
+
+    /// Records the user's message (after a model change, when the model is new to the
+    /// session).
+    async fn record_input(&self, session: &mut Session, input: TurnInput<'_>) -> Result<(), AgentError> {
+        let mut opening = Vec::new();
+        if session.current_model().as_deref() != Some(self.settings.model.as_str()) {
+            opening.push(EntryBody::ModelChange {
+                previous: session.current_model().unwrap_or_default(),
+                new: self.settings.model.clone(),
+            });
+        }
+        opening.push(EntryBody::Message {
+            role: MessageRole::User,
+            content: input.text.to_owned(),
+            images: input.images.to_vec(),
+            model: None,
+            usage: None,
+            interrupted: false,
+        });
+        // The model call comes next, not an answer: the reply's synced append makes the
+        // user's message durable with it.
+        self.record(session, opening, Durability::Written).await?;
+        Ok(())
+    }
+
+    /// What every model call of the turn shares: the system prompt of the session's
+    /// context, the tools and the workspace they work in.
+    async fn prepare_turn<'a>(
+        &'a self,
+        session: &Session,
+        first_run: bool,
+        events: &'a dyn AgentEvents,
+        cancel: &'a CancellationToken,
+        correlation_id: &str,
+    ) -> Result<Turn<'a>, AgentError> {
+        let mut sections = self.prompt_sections(&session.header().context).await;
+        if let Some(workers) =
+            self.sub_agents.as_ref().and_then(|sub_agents| sub_agents.workers_section_of(session.key()))
+        {
+            sections.push(workers);
+        }
+        let workspace = self.workspace_of(&session.header().context)?;
+        let system = self.system_prompt_from(workspace.files.as_ref(), first_run, &sections).text;
+        // Tools of run-time sources (MCP servers) are looked up, and their servers started,
+        // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
+        // at its first model call.
+        let tools = tokio::select! {
+            biased;
+            () = cancel.cancelled() => self.tools.clone(),
+            resolved = self.tools.resolve() => resolved,
+        };
+        Ok(Turn {
+            agent: self,
+            events,
+            cancel,
+            sink: TurnSink::new(events, &self.leaks),
+            system,
+            tool_specs: tools.specs(),
+            tool_specs_chars: tools.specs_chars(),
+            tools,
+            workspace,
+            outcome: TurnOutcome {
+                reply: String::new(),
+                status: TurnStatus::Completed,
+                usage: Usage::default(),
+                model: self.settings.model.clone(),
+                model_calls: 0,
+                tool_calls: 0,
+                prompt_tokens: 0,
+                correlation_id: correlation_id.to_owned(),
+            },
+            fit: HistoryFit { warned: false, overflow_retries: 0, overflow_budget: usize::MAX },
+        })
+    }
+}
+
+impl Turn<'_> {
+    /// Calls the model with as much history as fits. A context overflow the provider
+    /// reports is retried with half the history; any other failure records what was
+    /// streamed as interrupted, and a stop ends the turn as cancelled.
+    async fn call_model(&mut self, session: &mut Session) -> Result<Flow<Completion>, AgentError> {
+        loop {
+            let request = self.request(session);
+            self.outcome.model_calls += 1;
+            match self.complete(&request).await {
+                Ok(completion) => {
+                    self.sink.take();
+                    return Ok(Flow::Continue(self.account(completion, &request)));
+                }
+                Err(ProviderError::ContextOverflow { .. }) if self.fit.overflow_retries < OVERFLOW_RETRIES => {
+                    // The provider counts tokens differently from our estimate: halve what
+                    // was sent and try again.
+                    self.fit.overflow_retries += 1;
+                    self.fit.overflow_budget = estimate_message_tokens(&request.messages) / 2;
+                    self.outcome.model_calls -= 1;
+                    self.sink.discard();
+                }
+                Err(error) => return self.break_off(session, error).await,
+            }
+        }
+    }
+
+    /// The next request: the newest history that fits the window beside the system prompt,
+    /// the tools and the reply (the user hears once that older messages were left out).
+    fn request(&mut self, session: &Session) -> CompletionRequest {
+        let settings = &self.agent.settings;
+        let reserve = settings.max_tokens as usize + self.system.len() / 4 + self.tool_specs_chars / 4;
+        let budget = (settings.context_window as usize).saturating_sub(reserve).min(self.fit.overflow_budget);
+        let fitted = fit_history(session.history(), budget);
+        if fitted.dropped > 0 && !self.fit.warned {
+            self.fit.warned = true;
+            self.events.warning(&format!(
+                "The conversation is too long for the model's context; the {} oldest messages were left out of this request (they stay in the session file).",
+                fitted.dropped
+            ));
+        }
+        CompletionRequest {
+            model: settings.model.clone(),
+            system: self.system.clone(),
+            messages: fitted.messages,
+            tools: self.tool_specs.clone(),
+            max_tokens: settings.max_tokens,
+            temperature: settings.temperature,
+            stream: settings.stream,
+        }
+    }
+
+    /// Sends `request`, streaming into the turn's sink, until it is answered or the turn is
+    /// stopped; reports the call either way.
+    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, ProviderError> {
+        let call_began = std::time::Instant::now();
+        let result = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(ProviderError::Cancelled),
+            result = self.agent.provider.complete_boxed(request, &self.sink) => result,
+        };
+        self.events.model_call(&ModelCallReport {
+            model: result.as_ref().map_or_else(|_| request.model.clone(), |completion| completion.model.clone()),
+            duration: call_began.elapsed(),
+            usage: result.as_ref().map(|completion| completion.usage).unwrap_or_default(),
+            ok: result.is_ok(),
+        });
+        result
+    }
+
+    /// Counts an answered call (tokens, prompt size, model) and returns its reply with
+    /// secrets redacted before it is stored or sent anywhere (the streamed deltas went
+    /// through the same scanner on the way out).
+    fn account(&mut self, mut completion: Completion, request: &CompletionRequest) -> Completion {
+        completion.content = redact(
+            &self.agent.leaks,
+            std::mem::take(&mut completion.content),
+            Outbound::Reply { model: &completion.model },
+            self.events,
+        );
+        self.outcome.usage.add(completion.usage);
+        self.outcome.prompt_tokens = match completion.usage.total() {
+            0 => {
+                (estimate_message_tokens(&request.messages) + self.system.len() / 4 + self.tool_specs_chars / 4) as u64
+            }
+            reported => reported,
+        };
+        self.outcome.model = completion.model.clone();
+        completion
+    }
+
+    /// Ends the turn on a failed model call: what was streamed is recorded as an
+    /// interrupted reply; a stop is a cancelled turn, anything else an error.
+    async fn break_off(&mut self, session: &mut Session, error: ProviderError) -> Result<Flow<Completion>, AgentError> {
+        let partial = self.sink.take();
+        self.agent.record(session, vec![interrupted_reply(partial.clone())], Durability::Synced).await?;
+        if !matches!(error, ProviderError::Cancelled) {
+            return Err(error.into());
+        }
+        self.outcome.status = TurnStatus::Cancelled;
+        self.outcome.reply = partial;
+        Ok(Flow::Ended)
+    }
+
+    /// Records the reply with its tool calls, synced before anyone acts on it (the reply is
+    /// sent, the tools run). A reply without tool calls is the turn's answer.
+    async fn record_reply(
+        &mut self,
+        session: &mut Session,
+        completion: Completion,
+    ) -> Result<Flow<Vec<ToolCall>>, AgentError> {
+        let mut bodies = vec![EntryBody::Message {
+            role: MessageRole::Assistant,
+            content: completion.content.clone(),
+            images: Vec::new(),
+            model: Some(completion.model.clone()),
+            usage: Some(completion.usage),
+            interrupted: false,
+        }];
+        bodies.extend(completion.tool_calls.iter().map(|call| EntryBody::ToolCall {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }));
+        self.agent.record(session, bodies, Durability::Synced).await?;
+        if completion.tool_calls.is_empty() {
+            self.outcome.reply = completion.content;
+            return Ok(Flow::Ended);
+        }
+        Ok(Flow::Continue(completion.tool_calls))
+    }
+
+    /// Runs the reply's tool calls and records their results, redacted. A fatal tool error
+    /// fails the turn; a tool that ends the turn makes its output the answer; a stop
+    /// ends the turn as cancelled. Otherwise the model goes on from the results.
+    async fn run_tool_calls(&mut self, session: &mut Session, calls: &[ToolCall]) -> Result<Flow<()>, AgentError> {
+        let context = ToolContext {
+            workspace: self.workspace.path.clone(),
+            session_key: session.key().to_owned(),
+            context: session.header().context.clone(),
+            cancel: self.cancel.child_token(),
+            correlation_id: self.outcome.correlation_id.clone(),
+        };
+        let results = tools::run_calls(&self.tools, calls, &context, self.events, &self.agent.leaks).await;
+        self.outcome.tool_calls += results.len() as u32;
+        let mut fatal = None;
+        let mut final_reply = None;
+        let mut bodies = Vec::with_capacity(results.len());
+        for (call, result) in results {
+            let (content, is_error, ends_turn) = match result {
+                Ok(output) => (output.content, false, output.ends_turn),
+                Err(ToolError::RespondToModel(message)) => (message, true, false),
+                Err(ToolError::Fatal(message)) => {
+                    fatal.get_or_insert_with(|| message.clone());
+                    (message, true, false)
+                }
+            };
+            let content = redact(&self.agent.leaks, content, Outbound::ToolOutput { tool: &call.name }, self.events);
+            if ends_turn {
+                final_reply.get_or_insert_with(|| content.clone());
+            }
+            bodies.push(EntryBody::ToolResult { call_id: call.id.clone(), name: call.name.clone(), content, is_error });
+        }
+        // Results the next model call goes on from are synced with its reply; a turn
+        // ending here syncs them now.
+        let durability = if fatal.is_some() || final_reply.is_some() || self.cancel.is_cancelled() {
+            Durability::Synced
+        } else {
+            Durability::Written
+        };
+        self.agent.record(session, bodies, durability).await?;
+        if let Some(message) = fatal {
+            return Err(AgentError::Tool(message));
+        }
+        if let Some(reply) = final_reply {
+            self.outcome.reply = reply;
+            return Ok(Flow::Ended);
+        }
+        if self.cancel.is_cancelled() {
+            self.outcome.status = TurnStatus::Cancelled;
+            return Ok(Flow::Ended);
+        }
+        Ok(Flow::Continue(()))
+    }
+
+    /// Ends a turn that used all its model calls without an answer: the notice saying so is
+    /// the reply, recorded as interrupted.
+    async fn end_on_max_turns(mut self, session: &mut Session) -> Result<TurnOutcome, AgentError> {
+        self.outcome.status = TurnStatus::MaxTurns;
+        self.outcome.reply = format!(
+            "I stopped after {} model calls without a final answer (the limit is max_turns = {}). Say \"continue\" and I will pick up where I left off.",
+            self.outcome.model_calls, self.agent.settings.max_turns
+        );
+        self.agent.record(session, vec![interrupted_reply(self.outcome.reply.clone())], Durability::Synced).await?;
+        Ok(self.outcome)
+    }
+}
+
+/// An assistant message that did not run to its end.
+fn interrupted_reply(content: String) -> EntryBody {
+    EntryBody::Message {
+        role: MessageRole::Assistant,
+        content,
+        images: Vec::new(),
+        model: None,
+        usage: None,
+        interrupted: true,
+    }
+}

@@ -1,0 +1,76 @@
+//! A bare gateway (no memory, scheduler, bus or sub-agents) and one connection to it, for
+//! the unit tests of the request layer.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::ws::Message;
+use squidbot_core::agent::{Agent, AgentSettings};
+use squidbot_core::clock::SystemClock;
+use squidbot_core::events::EventHub;
+use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StreamSink};
+use squidbot_core::runs::Runner;
+use squidbot_core::store::memory::MemorySessionStore;
+use squidbot_core::tool::ToolRegistry;
+use squidbot_core::workspace::MemoryWorkspace;
+use tokio::sync::mpsc;
+
+use super::outbox::{OUT_QUEUE, Outbox};
+use super::{Access, Connection, PROTOCOL_MAX, translate};
+use crate::{Auth, Gateway, Services};
+
+/// A model that refuses every call; the request layer never reaches it.
+struct Refusing;
+
+impl LlmProvider for Refusing {
+    async fn complete<'a>(
+        &'a self,
+        _request: &'a CompletionRequest,
+        _sink: &'a dyn StreamSink,
+    ) -> Result<Completion, ProviderError> {
+        Err(ProviderError::Auth { provider: "fake".into(), message: "no model in this test".into() })
+    }
+}
+
+/// A gateway guarded by `auth` with nothing but a runner.
+pub(super) fn gateway(auth: Auth) -> Arc<Gateway> {
+    let settings = AgentSettings {
+        model: "fake/model".into(),
+        max_turns: 1,
+        max_tokens: 100,
+        temperature: None,
+        context_window: 10_000,
+        stream: true,
+        workspace: PathBuf::from("/nonexistent"),
+        runtime: squidbot_core::context::RuntimeInfo::default(),
+        context: "owner".into(),
+    };
+    let agent = Agent::new(
+        Arc::new(Refusing),
+        ToolRegistry::default(),
+        Arc::new(MemorySessionStore::default()),
+        Arc::new(MemoryWorkspace::new()),
+        Arc::new(SystemClock),
+        settings,
+    );
+    let runner = Runner::new(Arc::new(agent), EventHub::new());
+    Gateway::new(runner, auth, vec!["fake/model".into()], Services::default())
+}
+
+/// A connection to `gateway` before its handshake, and the frames it queues.
+pub(super) fn connection(gateway: Arc<Gateway>) -> (Connection, mpsc::Receiver<Message>) {
+    let (sender, queue) = mpsc::channel(OUT_QUEUE);
+    let connection = Connection {
+        gateway,
+        peer: SocketAddr::from(([127, 0, 0, 1], 40_000)),
+        conn_id: "conn-1".into(),
+        outbox: Outbox::new(sender),
+        protocol: PROTOCOL_MAX,
+        access: Access::Read,
+        scopes: Vec::new(),
+        watched: None,
+        runs: translate::Runs::default(),
+    };
+    (connection, queue)
+}

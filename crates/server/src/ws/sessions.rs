@@ -1,0 +1,134 @@
+//! `sessions.*`: the sessions a client sees, their entry trees, watching one and resetting
+//! one; and which session a request names (`sessionKey`, else the agent's main session).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use squidbot_types::session::SessionEntry;
+
+use super::Connection;
+use super::frame::MethodError;
+use super::methods::MAIN_SESSION;
+
+/// Longest session key a client may name.
+const MAX_SESSION_KEY_CHARS: usize = 256;
+
+/// Params of the methods that name a session.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionParams {
+    /// The session; the agent's main session when absent or blank.
+    pub(crate) session_key: Option<String>,
+    /// The agent whose main session is meant; only `main` runs here.
+    pub(crate) agent_id: Option<String>,
+}
+
+/// `sessions.get` params: `key` (or `sessionKey`) names the session.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionGetParams {
+    /// The session, as `sessions.list` names it.
+    pub(crate) key: Option<String>,
+    /// Read when `key` is absent or blank.
+    pub(crate) session_key: Option<String>,
+    /// Read when neither key is given.
+    pub(crate) agent_id: Option<String>,
+}
+
+/// The session a request names: `session_key`, else the main session of `agent_id`.
+pub(super) fn session_key(session_key: Option<&str>, agent_id: Option<&str>) -> Result<String, MethodError> {
+    if let Some(key) = session_key.filter(|key| !key.trim().is_empty()) {
+        if key.len() > MAX_SESSION_KEY_CHARS || key.chars().any(char::is_control) {
+            return Err(MethodError::invalid("`sessionKey` must be at most 256 printable characters"));
+        }
+        return Ok(key.to_owned());
+    }
+    let agent = agent_id.unwrap_or("main");
+    if agent != "main" {
+        return Err(MethodError::invalid(format!("unknown agent {agent:?}; this gateway runs the agent \"main\"")));
+    }
+    Ok(MAIN_SESSION.to_owned())
+}
+
+impl SessionParams {
+    /// The session named.
+    pub(super) fn key(&self) -> Result<String, MethodError> {
+        session_key(self.session_key.as_deref(), self.agent_id.as_deref())
+    }
+}
+
+/// A session's entries, its leaf and the ids on its active path (`None` while a turn runs).
+pub(super) type Entries = (Vec<SessionEntry>, Option<String>, Option<Vec<String>>);
+
+/// The entries of a session: the open one when loaded, else from the store.
+pub(super) async fn entries(connection: &Connection, key: &str) -> Result<Option<Entries>, MethodError> {
+    let runner = &connection.gateway.runner;
+    let stored = runner.agent().store().load_boxed(key).await.map_err(MethodError::internal)?;
+    let Some(stored) = stored else { return Ok(None) };
+    let session = runner.session(key).await.map_err(MethodError::internal)?;
+    // A running turn holds the lock; then the stored copy (which lags by at most the
+    // entries of that turn) is shown instead of waiting.
+    let (entries, leaf, active) = match session.try_lock() {
+        Ok(session) => (
+            session.entries().to_vec(),
+            session.leaf().map(str::to_owned),
+            Some(session.active_path().iter().map(|entry| entry.id.clone()).collect()),
+        ),
+        Err(_) => {
+            let leaf = stored.entries.last().map(|entry| entry.id.clone());
+            (stored.entries, leaf, None)
+        }
+    };
+    Ok(Some((entries, leaf, active)))
+}
+
+/// `sessions.list`.
+pub(super) async fn list(connection: &Connection) -> Result<Value, MethodError> {
+    let summaries = connection.gateway.runner.agent().store().list_boxed().await.map_err(MethodError::internal)?;
+    let sessions: Vec<Value> = summaries
+        .into_iter()
+        .map(|summary| {
+            json!({
+                "key": summary.key, "title": summary.preview, "context": summary.context,
+                "createdAt": summary.created, "updatedAt": summary.updated,
+                "entries": summary.entry_count, "messages": summary.message_count, "archived": false,
+            })
+        })
+        .collect();
+    Ok(json!({"sessions": sessions}))
+}
+
+/// `sessions.get`.
+pub(super) async fn get(connection: &Connection, params: SessionGetParams) -> Result<Value, MethodError> {
+    let key = match params.key {
+        Some(key) if !key.trim().is_empty() => key,
+        _ => session_key(params.session_key.as_deref(), params.agent_id.as_deref())?,
+    };
+    let Some((entries, leaf, active)) = entries(connection, &key).await? else {
+        return Err(MethodError::invalid(format!("no session {key:?}")).with_details(json!({"code": "NOT_FOUND"})));
+    };
+    let entries: Vec<Value> = entries
+        .iter()
+        .map(|entry| {
+            let mut body = serde_json::to_value(&entry.body).unwrap_or(Value::Null);
+            if let Some(kind) = body.get("type").cloned() {
+                body["kind"] = kind;
+            }
+            json!({"id": entry.id, "parent": entry.parent, "timestamp": entry.timestamp, "body": body})
+        })
+        .collect();
+    Ok(json!({"key": key, "leaf": leaf, "activePath": active, "entries": entries}))
+}
+
+/// `sessions.subscribe`: the connection receives the session's events from now on.
+pub(super) fn subscribe(connection: &Connection, params: SessionParams) -> Result<Value, MethodError> {
+    let key = params.key()?;
+    connection.watch(&key);
+    Ok(json!({"ok": true, "sessionKey": key}))
+}
+
+/// `sessions.reset`.
+pub(super) async fn reset(connection: &Connection, params: SessionParams) -> Result<Value, MethodError> {
+    let key = params.key()?;
+    connection.gateway.runner.reset(&key).await.map_err(MethodError::internal)?;
+    Ok(json!({"ok": true, "key": key}))
+}
