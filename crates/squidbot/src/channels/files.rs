@@ -18,6 +18,10 @@ const SHARED_PROMPT_FILES: [&str; 4] = ["SOUL.md", "IDENTITY.md", "AGENTS.md", "
 /// Longest file name kept from a sender's attachment name.
 const MAX_NAME_CHARS: usize = 80;
 
+/// Context workspaces kept open at most (each caches its prompt files); past it the ones
+/// nobody holds are dropped, and a dropped one opens again on its next use.
+const MAX_OPEN_CONTEXTS: usize = 256;
+
 /// Saves attachments to `<sessions>/<session>.files/<time>-<name>`.
 #[derive(Debug, Clone)]
 pub struct SessionFiles {
@@ -111,10 +115,15 @@ impl ContextWorkspaces for ContextDirectories {
             }
         }
         let workspace = ContextWorkspace { path: directory.clone(), files: Arc::new(FsWorkspace::new(directory)) };
-        self.open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(context.to_owned(), workspace.clone());
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if open.len() >= MAX_OPEN_CONTEXTS {
+            open.retain(|_, workspace| Arc::strong_count(&workspace.files) > 1);
+        }
+        if open.len() >= MAX_OPEN_CONTEXTS {
+            // All held: still bounded; the holders keep theirs, the next use opens anew.
+            open.clear();
+        }
+        open.insert(context.to_owned(), workspace.clone());
         Ok(Some(workspace))
     }
 }
@@ -160,5 +169,24 @@ mod tests {
         assert_eq!(user.files.read("USER.md"), None);
         let group = directories.workspace("group:slack:C1").unwrap().unwrap();
         assert!(group.path.starts_with(home.path().join("groups")));
+    }
+
+    #[test]
+    fn open_context_workspaces_stay_bounded_and_a_dropped_one_opens_again() {
+        let home = tempfile::tempdir().unwrap();
+        let owner = home.path().join("workspace");
+        std::fs::create_dir_all(&owner).unwrap();
+        let directories = ContextDirectories::new(home.path(), &owner);
+        let held = directories.workspace("user:telegram:0").unwrap().unwrap();
+        std::fs::write(held.path.join("USER.md"), "first person").unwrap();
+        for index in 1..(3 * MAX_OPEN_CONTEXTS) {
+            directories.workspace(&format!("user:telegram:{index}")).unwrap().unwrap();
+            let open = directories.open.lock().unwrap().len();
+            assert!(open <= MAX_OPEN_CONTEXTS, "{open} open after {index}");
+        }
+        assert!(directories.open.lock().unwrap().contains_key("user:telegram:0"), "a held one stays");
+        let again = directories.workspace("user:telegram:1").unwrap().unwrap();
+        assert_eq!(again.path, home.path().join("users").join("telegram:1").join("workspace"));
+        assert_eq!(held.files.read("USER.md").as_deref(), Some("first person"));
     }
 }
