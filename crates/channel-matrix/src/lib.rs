@@ -138,13 +138,11 @@ impl MatrixChannel {
     }
 
     fn remember_own_event(&self, event_id: &str) {
-        if let Ok(mut own) = self.own_events.lock() {
-            own.insert(event_id);
-        }
+        self.own_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(event_id);
     }
 
     fn is_known_own_event(&self, event_id: &str) -> bool {
-        self.own_events.lock().is_ok_and(|own| own.ids.contains(event_id))
+        self.own_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ids.contains(event_id)
     }
 }
 

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::context::PromptSection;
+use crate::sync::lock;
 
 pub use inbox::{InboxError, InboxMessage, WorkerInbox};
 pub use pool::{
@@ -306,16 +307,12 @@ impl Delegator {
 
     /// Where to announce finished background work (the gateway's runner, the REPL).
     pub fn set_sink(&self, sink: Arc<dyn BackgroundSink>) {
-        if let Ok(mut slot) = self.sink.lock() {
-            *slot = Some(sink);
-        }
+        *lock(&self.sink) = Some(sink);
     }
 
     /// Adds an observer of workers starting and ending.
     pub fn observe(&self, observer: Arc<dyn WorkerObserver>) {
-        if let Ok(mut observers) = self.observers.lock() {
-            observers.push(observer);
-        }
+        lock(&self.observers).push(observer);
     }
 
     fn observers(&self) -> Vec<Arc<dyn WorkerObserver>> {
@@ -422,7 +419,7 @@ impl Delegator {
             observer.worker_ended(&worker, outcome);
         }
         if let Some(background) = &background {
-            let sink = self.sink.lock().ok().and_then(|slot| slot.clone());
+            let sink = lock(&self.sink).clone();
             if let Some(sink) = sink {
                 sink.background_finished(background);
             }
@@ -432,14 +429,12 @@ impl Delegator {
 
     /// Takes the background results waiting for `session_key`, oldest first.
     pub fn take_results(&self, session_key: &str) -> Vec<BackgroundResult> {
-        self.inbox.lock().ok().and_then(|mut inbox| inbox.remove(session_key)).unwrap_or_default()
+        lock(&self.inbox).remove(session_key).unwrap_or_default()
     }
 
     /// Puts results back (delivery failed) or in (a worker ended), after those waiting.
     pub fn return_results(&self, session_key: &str, results: Vec<BackgroundResult>) {
-        if let Ok(mut inbox) = self.inbox.lock() {
-            inbox.entry(session_key.to_owned()).or_default().extend(results);
-        }
+        lock(&self.inbox).entry(session_key.to_owned()).or_default().extend(results);
     }
 
     /// Stops a worker (the assistant's `cancel_worker`, a person through the gateway).

@@ -26,6 +26,7 @@ pub mod scheduler;
 mod scripted;
 pub mod session;
 pub mod store;
+pub mod sync;
 pub mod text;
 pub mod tool;
 pub mod workspace;

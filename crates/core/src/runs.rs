@@ -22,6 +22,7 @@ use crate::session::Session;
 use crate::store::Durability;
 use crate::tool::SharedFile;
 
+use crate::sync::lock;
 pub use open::OpenSessionLimits;
 use open::OpenSessions;
 
@@ -249,7 +250,7 @@ impl Runner {
 
     /// Where the people of this runner's context last wrote from; `None` before anyone did.
     pub fn last_active(&self) -> Option<Activity> {
-        self.last_active.lock().ok().and_then(|last| last.clone())
+        lock(&self.last_active).clone()
     }
 
     /// Records that someone wrote from `origin` into `session_key` (turns started here
@@ -260,11 +261,10 @@ impl Runner {
             return;
         }
         let at_ms = unix_ms(&self.agent);
-        if let Ok(mut last) = self.last_active.lock() {
-            match last.as_mut() {
-                Some(known) if known.origin == origin && known.session_key == session_key => known.at_ms = at_ms,
-                _ => *last = Some(Activity { origin: origin.to_owned(), session_key: session_key.to_owned(), at_ms }),
-            }
+        let mut last = lock(&self.last_active);
+        match last.as_mut() {
+            Some(known) if known.origin == origin && known.session_key == session_key => known.at_ms = at_ms,
+            _ => *last = Some(Activity { origin: origin.to_owned(), session_key: session_key.to_owned(), at_ms }),
         }
     }
 
@@ -290,10 +290,7 @@ impl Runner {
 
     /// Runs going on now, as (run id, session key).
     pub fn active_runs(&self) -> Vec<(String, String)> {
-        self.active.lock().map_or_else(
-            |_| Vec::new(),
-            |active| active.iter().map(|(id, run)| (id.clone(), run.session_key.clone())).collect(),
-        )
+        lock(&self.active).iter().map(|(id, run)| (id.clone(), run.session_key.clone())).collect()
     }
 
     /// The session for `key`, loading it from the store on first use.
@@ -320,7 +317,7 @@ impl Runner {
     /// The loaded sessions. Every change to them is a single insert or removal, so they
     /// are consistent after a panic elsewhere and a poisoned lock is used as it is.
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, OpenSessions> {
-        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.sessions)
     }
 
     /// Starts a fresh conversation in `key` (waits for a running turn of it to end).
@@ -359,7 +356,7 @@ impl Runner {
             self.note_activity(&request.origin, &request.session_key);
         }
         {
-            let Ok(mut active) = self.active.lock() else { return Err(RunError::ShuttingDown) };
+            let mut active = lock(&self.active);
             if active.contains_key(&run_id) {
                 return Err(RunError::AlreadyRunning(run_id));
             }
@@ -377,16 +374,14 @@ impl Runner {
         self.tracker.spawn(async move {
             let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone(), correlation_id);
             turn.run(TurnInput { text: &request.input, images: &request.images }, &request.origin, &cancel).await;
-            if let Ok(mut active) = runner.active.lock() {
-                active.remove(&run_id);
-            }
+            lock(&runner.active).remove(&run_id);
         });
         Ok(handle)
     }
 
     /// Stops the runs of `session_key` (only `run_id` when given); returns the ids stopped.
     pub fn abort(&self, session_key: &str, run_id: Option<&str>) -> Vec<String> {
-        let Ok(active) = self.active.lock() else { return Vec::new() };
+        let active = lock(&self.active);
         active
             .iter()
             .filter(|(id, run)| run.session_key == session_key && run_id.is_none_or(|wanted| wanted == id.as_str()))
@@ -442,9 +437,7 @@ impl<'a> Turn<'a> {
         if kind.is_terminal() {
             // Whoever sees the last event must no longer find the run active (a second
             // abort right after "aborted" stops nothing).
-            if let Ok(mut active) = self.runner.active.lock() {
-                active.remove(&self.run_id);
-            }
+            lock(&self.runner.active).remove(&self.run_id);
         }
         self.runner.hub.publish(TurnEvent {
             run_id: self.run_id.clone(),
@@ -517,9 +510,7 @@ impl AgentEvents for Turn<'_> {
     }
 
     fn tool_started(&self, call: &ToolCall) {
-        if let Ok(mut tools) = self.tools.lock() {
-            tools.insert(call.id.clone(), Instant::now());
-        }
+        lock(&self.tools).insert(call.id.clone(), Instant::now());
         self.publish(TurnEventKind::ToolStarted {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -528,7 +519,7 @@ impl AgentEvents for Turn<'_> {
     }
 
     fn tool_finished(&self, call: &ToolCall, is_error: bool) {
-        let began = self.tools.lock().ok().and_then(|mut tools| tools.remove(&call.id));
+        let began = lock(&self.tools).remove(&call.id);
         self.publish(TurnEventKind::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),

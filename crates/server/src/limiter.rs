@@ -1,6 +1,7 @@
 //! Per-peer limit on failed authentication: after too many failures in a window, every
 //! request from that address is refused until the window ends.
 
+use squidbot_core::sync::lock;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
@@ -24,7 +25,7 @@ pub struct FailureLimiter {
 impl FailureLimiter {
     /// Seconds the peer must wait, or `None` when it may try.
     pub fn blocked_for(&self, peer: IpAddr, now: Instant) -> Option<Duration> {
-        let peers = self.peers.lock().ok()?;
+        let peers = lock(&self.peers);
         let (failures, since) = peers.get(&peer)?;
         let elapsed = now.saturating_duration_since(*since);
         (*failures >= MAX_FAILURES && elapsed < WINDOW).then(|| WINDOW - elapsed)
@@ -32,7 +33,7 @@ impl FailureLimiter {
 
     /// Counts one failed attempt.
     pub fn record_failure(&self, peer: IpAddr, now: Instant) {
-        let Ok(mut peers) = self.peers.lock() else { return };
+        let mut peers = lock(&self.peers);
         if peers.len() >= MAX_PEERS {
             peers.retain(|_, (_, since)| now.saturating_duration_since(*since) < WINDOW);
         }

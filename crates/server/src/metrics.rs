@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use squidbot_core::delegation::{WorkerInbox, WorkerObserver, WorkerOutcome, WorkerSnapshot};
 use squidbot_core::events::{RunEnd, TurnEvent, TurnEventKind};
+use squidbot_core::sync::lock;
 
 /// Upper bounds (seconds) of the duration histograms.
 const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -115,9 +116,7 @@ fn label(value: &str) -> String {
 
 impl Metrics {
     fn with(&self, change: impl FnOnce(&mut Data)) {
-        if let Ok(mut data) = self.data.lock() {
-            change(&mut data);
-        }
+        change(&mut lock(&self.data));
     }
 
     /// Accounts one event of the turn stream.
@@ -186,7 +185,7 @@ impl Metrics {
 
     /// Tokens and turns so far: (turns, input tokens, output tokens).
     pub fn usage_totals(&self) -> (u64, u64, u64) {
-        let Ok(data) = self.data.lock() else { return (0, 0, 0) };
+        let data = lock(&self.data);
         let turns = data.turns.values().sum();
         let input = data.tokens.iter().filter(|((_, direction), _)| *direction == "input").map(|(_, n)| n).sum();
         let output = data.tokens.iter().filter(|((_, direction), _)| *direction == "output").map(|(_, n)| n).sum();
@@ -201,7 +200,7 @@ impl Metrics {
     /// The exposition text, with the gauges given by the caller.
     pub fn render(&self, gauges: &Gauges) -> String {
         let mut output = String::new();
-        let Ok(data) = self.data.lock() else { return output };
+        let data = lock(&self.data);
         let family = |output: &mut String, name: &str, kind: &str, help: &str| {
             output.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
         };

@@ -12,6 +12,7 @@ use crate::memory::Memories;
 use crate::provider::DynLlmProvider;
 use crate::session::Session;
 use crate::store::Durability;
+use crate::sync::lock;
 
 impl Agent {
     pub(super) async fn apply_finished_compaction(
@@ -21,7 +22,7 @@ impl Agent {
         wait: bool,
     ) -> Result<(), AgentError> {
         let job = {
-            let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
+            let mut jobs = lock(&self.jobs);
             match jobs.get(session.key()) {
                 Some(job) if wait || job.is_finished() => jobs.remove(session.key()),
                 _ => None,
@@ -73,7 +74,7 @@ impl Agent {
         if self.shutdown.is_cancelled() {
             return Ok(()); // the agent is stopping: no new background work
         }
-        let Ok(mut jobs) = self.jobs.lock() else { return Ok(()) };
+        let mut jobs = lock(&self.jobs);
         if jobs.get(session.key()).is_some_and(|job| !job.is_finished()) {
             return Ok(());
         }

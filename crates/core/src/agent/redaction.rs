@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use super::AgentEvents;
 use crate::leaks::{LeakScanner, StreamRedactor};
 use crate::provider::StreamSink;
+use crate::sync::lock;
 
 /// Where a redacted text was headed: what the log line and the warning name.
 #[derive(Debug, Clone, Copy)]
@@ -89,7 +90,7 @@ impl<'a> TurnSink<'a> {
     /// Ends one model response: sends on what the redactor still holds and returns the
     /// whole redacted text streamed for it.
     pub(super) fn take(&self) -> String {
-        let Ok(mut state) = self.state.lock() else { return String::new() };
+        let mut state = lock(&self.state);
         let rest = state.redactor.finish();
         if !rest.is_empty() {
             self.events.text_delta(&rest);
@@ -101,16 +102,15 @@ impl<'a> TurnSink<'a> {
 
     /// Forgets the response streamed so far without sending on what is held.
     pub(super) fn discard(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.redactor.reset();
-            state.streamed.clear();
-        }
+        let mut state = lock(&self.state);
+        state.redactor.reset();
+        state.streamed.clear();
     }
 }
 
 impl StreamSink for TurnSink<'_> {
     fn text_delta(&self, text: &str) {
-        let Ok(mut state) = self.state.lock() else { return };
+        let mut state = lock(&self.state);
         let safe = state.redactor.push(text);
         if !safe.is_empty() {
             state.streamed.push_str(&safe);

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use squidbot_types::memory::{LinkKind, Memory, NewMemory};
 
 use super::{ListFilter, MemoryError, MemoryStats, MemoryStore, MemoryUpdate, Ranked, normalize};
+use crate::sync::lock;
 
 #[derive(Default)]
 struct Rows {
@@ -24,7 +25,7 @@ pub struct InMemoryMemoryStore {
 impl InMemoryMemoryStore {
     /// Every stored memory, any context, by id.
     pub fn all(&self) -> Vec<Memory> {
-        let Ok(rows) = self.rows.lock() else { return Vec::new() };
+        let rows = lock(&self.rows);
         let mut all: Vec<Memory> = rows.memories.values().cloned().collect();
         all.sort_by_key(|memory| memory.id);
         all
