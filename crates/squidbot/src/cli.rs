@@ -58,9 +58,9 @@ pub enum Command {
         #[command(subcommand)]
         action: MemoryAction,
     },
-    /// Run squidbot's housekeeping now: expire memories, archive idle sessions, refresh the
-    /// memory bulletin, embed memories that have no vector. The gateway and the REPL run
-    /// it on their own.
+    /// Run squidbot's housekeeping now: expire memories, archive idle sessions, delete old
+    /// job runs, refresh the memory bulletin, embed memories that have no vector. The
+    /// gateway and the REPL run it on their own.
     Maintenance,
     /// Send a message to an agent over the agent bus: through the running gateway, or
     /// into the target's trigger file when no gateway answers.
