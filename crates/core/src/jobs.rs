@@ -207,10 +207,10 @@ pub enum RunOutcome {
 
 impl RunOutcome {
     /// The outcome of a run that ended with `result` (its error text is the reason).
-    pub fn of<T>(result: &Result<T, String>) -> Self {
+    pub fn of<T, E: std::fmt::Display>(result: &Result<T, E>) -> Self {
         match result {
             Ok(_) => RunOutcome::Succeeded,
-            Err(reason) => RunOutcome::Failed { reason: reason.clone() },
+            Err(reason) => RunOutcome::Failed { reason: reason.to_string() },
         }
     }
 }

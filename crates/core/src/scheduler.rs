@@ -74,11 +74,34 @@ pub enum RunTrigger {
     Manual,
 }
 
+/// Why a run of a job failed. Every kind counts towards the auto-pause: a model that
+/// answered is never one of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobRunError {
+    /// The run could not start in this process (the turn was refused, what runs this
+    /// kind of job is not here).
+    #[error("{0}")]
+    NotStarted(String),
+    /// The turn failed: the provider erred or timed out, a tool broke, the turn was
+    /// stopped.
+    #[error("{0}")]
+    Turn(String),
+    /// The sub-agent the job went to gave up, looped, timed out or answered nothing.
+    #[error("{0}")]
+    Worker(String),
+    /// A system job's own work failed.
+    #[error("{0}")]
+    Housekeeping(String),
+    /// The executor panicked.
+    #[error("the run ended without a result (the executor panicked)")]
+    Panicked,
+}
+
 /// Runs jobs: the gateway's implementation starts the job's turn, delivers or drops the
 /// reply, and runs system jobs' housekeeping.
 pub trait JobExecutor: Send + Sync + 'static {
-    /// Runs `job` once; `Err` carries why it failed (counted towards auto-pause).
-    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>>;
+    /// Runs `job` once; `Err` says why it failed (counted towards auto-pause).
+    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>>;
     /// Tells the owner of `job` something about it (the auto-pause notice).
     fn notify_owner<'a>(&'a self, job: &'a Job, notice: &'a str) -> BoxFuture<'a, ()>;
 }

@@ -16,7 +16,7 @@ use squidbot_core::heartbeat::{HeartbeatDefaults, heartbeat_jobs, heartbeat_task
 use squidbot_core::jobs::{ContextMode, DynJobStore, Job, JobKind, JobStatus, JobStore, RunOutcome, RunRecord};
 use squidbot_core::runs::{RunRequest, Runner, UserMessage};
 use squidbot_core::scheduler::{
-    JobControl, JobExecutor, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings, pause_notice,
+    JobControl, JobExecutor, JobRunError, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings, pause_notice,
 };
 use squidbot_store::{SqliteJobStore, SqliteSessionIndex};
 use squidbot_types::ChatMessage;
@@ -175,7 +175,7 @@ impl JobRunner {
         (start < lines.len()).then(|| lines[start..].join("\n"))
     }
 
-    async fn run_turn(&self, job: &Job, input: String) -> Result<String, String> {
+    async fn run_turn(&self, job: &Job, input: String) -> Result<String, JobRunError> {
         let session_key = format!("job:{}:{}", job.id, unix_ms());
         self.mark_run(job, &session_key);
         let request = RunRequest {
@@ -186,19 +186,22 @@ impl JobRunner {
             run_id: None,
             correlation_id: None,
         };
-        let mut handle = self.runner.start(request).map_err(|error| format!("can't start the turn: {error}"))?;
+        let mut handle = self
+            .runner
+            .start(request)
+            .map_err(|error| JobRunError::NotStarted(format!("can't start the turn: {error}")))?;
         while let Some(event) = handle.events.recv().await {
             match &event.kind {
                 TurnEventKind::Finished { reply, .. } => return Ok(reply.clone()),
-                TurnEventKind::Failed { error, .. } => return Err(error.clone()),
-                TurnEventKind::Aborted { .. } => return Err("the turn was stopped".to_owned()),
+                TurnEventKind::Failed { error, .. } => return Err(JobRunError::Turn(error.clone())),
+                TurnEventKind::Aborted { .. } => return Err(JobRunError::Turn("the turn was stopped".to_owned())),
                 _ => {}
             }
         }
-        Err("the turn ended without a result".to_owned())
+        Err(JobRunError::Turn("the turn ended without a result".to_owned()))
     }
 
-    async fn run_heartbeat(&self, job: &Job, context: Option<String>) -> Result<String, String> {
+    async fn run_heartbeat(&self, job: &Job, context: Option<String>) -> Result<String, JobRunError> {
         let task = heartbeat_task(&job.name, &job.message);
         let Some(delegation) = self.runner.delegation().filter(|delegation| delegation.role("heartbeat").is_some())
         else {
@@ -228,16 +231,16 @@ impl JobRunner {
         match delegated {
             Ok(Delegated::Finished(report)) if report.state == WorkerState::Done => Ok(report.result),
             Ok(Delegated::Finished(report)) => {
-                Err(format!("the heartbeat worker {}: {}", report.state.as_str(), report.result))
+                Err(JobRunError::Worker(format!("the heartbeat worker {}: {}", report.state.as_str(), report.result)))
             }
             Ok(Delegated::Started(worker)) => {
-                Err(format!("the heartbeat worker {} was started in the background", worker.id))
+                Err(JobRunError::Worker(format!("the heartbeat worker {} was started in the background", worker.id)))
             }
-            Err(error) => Err(error.to_string()),
+            Err(error) => Err(JobRunError::NotStarted(error.to_string())),
         }
     }
 
-    async fn run_conversational(&self, job: &Job) -> Result<(), String> {
+    async fn run_conversational(&self, job: &Job) -> Result<(), JobRunError> {
         let destination = self.destination(job);
         let context = match job.context_mode {
             ContextMode::Session => self.recent_history(&destination).await,
@@ -281,7 +284,7 @@ impl JobRunner {
 }
 
 impl JobExecutor for JobRunner {
-    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>> {
+    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>> {
         Box::pin(async move {
             tracing::info!(job = %job.id, name = %job.name, kind = job.kind.as_str(), ?trigger, "job runs");
             match job.kind {
@@ -306,11 +309,11 @@ impl JobExecutor for JobRunner {
 }
 
 /// Runs system job `job` with `housekeeping`.
-async fn run_system_job(housekeeping: Option<&Housekeeping>, job: &Job) -> Result<(), String> {
+async fn run_system_job(housekeeping: Option<&Housekeeping>, job: &Job) -> Result<(), JobRunError> {
     let Some(housekeeping) = housekeeping else {
-        return Err("housekeeping is not available in this process".to_owned());
+        return Err(JobRunError::NotStarted("housekeeping is not available in this process".to_owned()));
     };
-    let line = housekeeping.run_job(&job.name).await?;
+    let line = housekeeping.run_job(&job.name).await.map_err(JobRunError::Housekeeping)?;
     tracing::info!(job = %job.id, name = %job.name, "{line}");
     Ok(())
 }
@@ -319,11 +322,13 @@ async fn run_system_job(housekeeping: Option<&Housekeeping>, job: &Job) -> Resul
 struct SystemJobs(Arc<Housekeeping>);
 
 impl JobExecutor for SystemJobs {
-    fn execute<'a>(&'a self, job: &'a Job, _trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>> {
+    fn execute<'a>(&'a self, job: &'a Job, _trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>> {
         Box::pin(async move {
             match job.kind {
                 JobKind::System => run_system_job(Some(&self.0), job).await,
-                JobKind::User | JobKind::Heartbeat => Err("only system jobs run outside the gateway".to_owned()),
+                JobKind::User | JobKind::Heartbeat => {
+                    Err(JobRunError::NotStarted("only system jobs run outside the gateway".to_owned()))
+                }
             }
         })
     }
@@ -408,7 +413,7 @@ pub async fn run_here(environment: &crate::wiring::Environment, store: &SqliteJo
         Err(reason) if scheduler_settings(environment).pauses_after(failures) => {
             let current = store.get(&job.id).await?.and_then(|job| job.next_run);
             store.set_status(&job.id, JobStatus::Paused, current).await?;
-            anyhow::bail!("{}", pause_notice(job, failures, &reason))
+            anyhow::bail!("{}", pause_notice(job, failures, &reason.to_string()))
         }
         Err(reason) => anyhow::bail!("job {} failed: {reason} ({failures} in a row)", job.id),
     }

@@ -17,7 +17,7 @@ use jiff::Timestamp;
 use squidbot_core::BoxFuture;
 use squidbot_core::clock::SystemClock;
 use squidbot_core::jobs::{DynJobStore, Job, JobKind, JobRequest, JobStore, new_user_job};
-use squidbot_core::scheduler::{JobExecutor, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings};
+use squidbot_core::scheduler::{JobExecutor, JobRunError, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings};
 use squidbot_store::{Database, SqliteJobStore};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -80,7 +80,7 @@ struct StampingExecutor {
 }
 
 impl JobExecutor for StampingExecutor {
-    fn execute<'a>(&'a self, job: &'a Job, _trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>> {
+    fn execute<'a>(&'a self, job: &'a Job, _trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>> {
         let now = SystemTime::now();
         self.started.lock().unwrap_or_else(PoisonError::into_inner).insert(job.id.clone(), now);
         self.runs.fetch_add(1, Ordering::SeqCst);

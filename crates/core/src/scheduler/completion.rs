@@ -3,7 +3,7 @@
 
 use tokio::sync::mpsc;
 
-use super::RunTrigger;
+use super::{JobRunError, RunTrigger};
 use crate::jobs::Job;
 
 /// A run that ended, reported by its task.
@@ -13,7 +13,7 @@ pub(super) struct Finished {
     pub(super) trigger: RunTrigger,
     /// When it started (ms).
     pub(super) started: i64,
-    pub(super) result: Result<(), String>,
+    pub(super) result: Result<(), JobRunError>,
 }
 
 /// Owns the running job and sends the outcome to the loop when dropped, so an executor
@@ -24,7 +24,7 @@ pub(super) struct Completion {
     job: Option<Job>,
     trigger: RunTrigger,
     started: i64,
-    result: Option<Result<(), String>>,
+    result: Option<Result<(), JobRunError>>,
 }
 
 impl Completion {
@@ -38,7 +38,7 @@ impl Completion {
     }
 
     /// Reports `result` (by dropping `self`).
-    pub(super) fn report(mut self, result: Result<(), String>) {
+    pub(super) fn report(mut self, result: Result<(), JobRunError>) {
         self.result = Some(result);
     }
 }
@@ -46,10 +46,7 @@ impl Completion {
 impl Drop for Completion {
     fn drop(&mut self) {
         let Some(job) = self.job.take() else { return };
-        let result = self
-            .result
-            .take()
-            .unwrap_or_else(|| Err("the run ended without a result (the executor panicked)".to_owned()));
+        let result = self.result.take().unwrap_or(Err(JobRunError::Panicked));
         let finished = Finished { job, trigger: self.trigger, started: self.started, result };
         if self.sender.send(finished).is_err() {
             tracing::debug!("a job run ended after the scheduler stopped");

@@ -401,10 +401,10 @@ impl Engine {
                     "job run succeeded");
                 RunOutcome::Succeeded
             }
-            Err(reason) => {
+            Err(error) => {
                 tracing::warn!(job = %job.id, name = %job.name, kind = job.kind.as_str(), ?trigger, elapsed_ms,
-                    error = %reason, "job run failed");
-                RunOutcome::Failed { reason }
+                    %error, "job run failed");
+                RunOutcome::Failed { reason: error.to_string() }
             }
         };
         self.record(job, RunRecord { at: started, outcome }).await;

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::BoxFuture;
 use crate::clock::Clock;
 use crate::jobs::{ContextMode, Job, JobKind, JobStatus, JobStore, JobStoreError, RunOutcome, RunRecord};
-use crate::scheduler::{JobExecutor, RunTrigger};
+use crate::scheduler::{JobExecutor, JobRunError, RunTrigger};
 
 /// Milliseconds since the Unix epoch of an RFC 3339 time.
 pub(super) fn ms(text: &str) -> i64 {
@@ -345,7 +345,7 @@ impl RecordingExecutor {
 }
 
 impl JobExecutor for RecordingExecutor {
-    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), String>> {
+    fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>> {
         Box::pin(async move {
             let run = Run { id: job.id.clone(), trigger, at: self.clock.now_ms(), message: job.message.clone() };
             lock(&self.runs).push(run);
@@ -356,7 +356,11 @@ impl JobExecutor for RecordingExecutor {
             if lock(&self.panicking).contains(&job.id) {
                 panic!("the executor broke on {}", job.id);
             }
-            if lock(&self.failing).contains(&job.id) { Err("the model timed out".to_owned()) } else { Ok(()) }
+            if lock(&self.failing).contains(&job.id) {
+                Err(JobRunError::Turn("the model timed out".to_owned()))
+            } else {
+                Ok(())
+            }
         })
     }
 
