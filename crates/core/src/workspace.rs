@@ -49,11 +49,27 @@ impl std::fmt::Debug for ContextWorkspace {
     }
 }
 
+/// Why a context's workspace can't be used now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContextWorkspaceError {
+    /// The context's id can't be a directory name.
+    #[error("its id can't be a directory name: {0}")]
+    InvalidId(String),
+    /// Its directory, or a prompt file seeded into it, could not be written.
+    #[error("can't write {path}: {reason}")]
+    Io {
+        /// What could not be written.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// Where each user and group context keeps its workspace, so one context's files (its
 /// `USER.md`, its notes) are never in another's prompt or within reach of its tools.
 pub trait ContextWorkspaces: Send + Sync {
     /// The workspace of `context`, or `None` for the agent's own (the owner's).
     /// An error means the context can't work now (its directory can't be made); the turn
     /// fails instead of falling back to the owner's workspace.
-    fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, String>;
+    fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, ContextWorkspaceError>;
 }

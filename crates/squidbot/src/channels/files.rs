@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use squidbot_channels::{Attachment, AttachmentData, AttachmentStore};
 use squidbot_core::clock::{Clock, SystemClock};
-use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaces};
+use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaceError, ContextWorkspaces};
 use squidbot_store::{FsWorkspace, encode_key};
 
 /// Prompt files a new user or group workspace starts with, copied from the owner's: who
@@ -85,7 +85,7 @@ impl ContextDirectories {
         }
     }
 
-    fn directory_of(&self, context: &str) -> Result<Option<PathBuf>, String> {
+    fn directory_of(&self, context: &str) -> Result<Option<PathBuf>, ContextWorkspaceError> {
         let (parent, id) = if let Some(id) = context.strip_prefix("user:") {
             ("users", id)
         } else if let Some(id) = context.strip_prefix("group:") {
@@ -93,25 +93,27 @@ impl ContextDirectories {
         } else {
             return Ok(None);
         };
-        let id = encode_key(id).map_err(|error| error.to_string())?;
+        let id = encode_key(id).map_err(|error| ContextWorkspaceError::InvalidId(error.to_string()))?;
         Ok(Some(self.home.join(parent).join(id).join("workspace")))
     }
 }
 
 impl ContextWorkspaces for ContextDirectories {
-    fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, String> {
+    fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, ContextWorkspaceError> {
         if let Some(open) = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(context) {
             return Ok(Some(open.clone()));
         }
         let Some(directory) = self.directory_of(context)? else { return Ok(None) };
         std::fs::create_dir_all(&directory)
-            .map_err(|error| format!("can't create {}: {error}", directory.display()))?;
+            .map_err(|error| ContextWorkspaceError::Io { path: directory.clone(), reason: error.to_string() })?;
         for name in SHARED_PROMPT_FILES {
             let target = directory.join(name);
             let source = self.owner_workspace.join(name);
             if !target.exists() && source.is_file() {
-                std::fs::copy(&source, &target)
-                    .map_err(|error| format!("can't copy {} to {}: {error}", source.display(), target.display()))?;
+                std::fs::copy(&source, &target).map_err(|error| ContextWorkspaceError::Io {
+                    path: target.clone(),
+                    reason: format!("copying {} failed: {error}", source.display()),
+                })?;
             }
         }
         let workspace = ContextWorkspace { path: directory.clone(), files: Arc::new(FsWorkspace::new(directory)) };
