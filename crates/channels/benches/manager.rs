@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use squidbot_channels::{
-    AccessConfig, AccessPolicy, Attachment, AttachmentStore, Capabilities, Channel, ChannelEntry, ChannelError,
-    ChannelManager, Conversation, ConversationKind, DirectPolicy, GroupPolicy, InboundMessage, InboundSink,
-    ManagerSettings, MarkdownFlavor, MemoryApprovedSenders, OutboundMessage, PairingCodes, SeededRandom, Sender,
-    SentMessage, StreamMode,
+    AccessConfig, AccessPolicy, Attachment, AttachmentError, AttachmentStore, Capabilities, Channel, ChannelEntry,
+    ChannelError, ChannelManager, Conversation, ConversationKind, DirectPolicy, GroupPolicy, InboundMessage,
+    InboundSink, ManagerSettings, MarkdownFlavor, MemoryApprovedSenders, OutboundMessage, PairingCodes, SeededRandom,
+    Sender, SentMessage, StreamMode,
 };
 use squidbot_core::agent::{Agent, AgentSettings};
 use squidbot_core::clock::SystemClock;
@@ -120,8 +120,8 @@ impl Channel for BenchChannel {
 struct NoFiles;
 
 impl AttachmentStore for NoFiles {
-    fn save(&self, _session_key: &str, _attachment: &Attachment) -> Result<PathBuf, String> {
-        Err("no attachments in the bench".into())
+    fn save(&self, _session_key: &str, _attachment: &Attachment) -> Result<PathBuf, AttachmentError> {
+        Err(AttachmentError::NotKept)
     }
 }
 

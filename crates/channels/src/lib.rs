@@ -54,7 +54,9 @@ mod split;
 pub use backoff::{BackoffSettings, Restart, RestartBackoff};
 pub use dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
 pub use html::html_entity;
-pub use manager::{AttachmentStore, ChannelEntry, ChannelHealth, ChannelManager, ChannelState, ManagerSettings};
+pub use manager::{
+    AttachmentError, AttachmentStore, ChannelEntry, ChannelHealth, ChannelManager, ChannelState, ManagerSettings,
+};
 pub use markdown::{MarkdownFlavor, render};
 pub use pairing::{
     AccessStoreError, ApprovedSender, ApprovedSenders, Issued, MemoryApprovedSenders, MemoryPendingCodes,

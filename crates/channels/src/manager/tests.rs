@@ -230,7 +230,7 @@ impl Channel for FakeChannel {
 struct Saved(Mutex<Vec<(String, String)>>);
 
 impl AttachmentStore for Saved {
-    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, String> {
+    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, AttachmentError> {
         self.0.lock().unwrap().push((session_key.to_owned(), attachment.name.clone()));
         Ok(PathBuf::from(format!("/data/{session_key}/{}", attachment.name)))
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use squidbot_channels::{Attachment, AttachmentData, AttachmentStore};
+use squidbot_channels::{Attachment, AttachmentData, AttachmentError, AttachmentStore};
 use squidbot_core::clock::{Clock, SystemClock};
 use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaceError, ContextWorkspaces};
 use squidbot_store::{FsWorkspace, encode_key};
@@ -51,18 +51,18 @@ fn safe_name(name: &str) -> String {
 }
 
 impl AttachmentStore for SessionFiles {
-    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, String> {
-        let directory =
-            self.sessions.join(format!("{}.files", encode_key(session_key).map_err(|error| error.to_string())?));
+    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, AttachmentError> {
+        let stem = encode_key(session_key).map_err(|error| AttachmentError::InvalidSession(error.to_string()))?;
+        let directory = self.sessions.join(format!("{stem}.files"));
         std::fs::create_dir_all(&directory)
-            .map_err(|error| format!("can't create {}: {error}", directory.display()))?;
+            .map_err(|error| AttachmentError::Io { path: directory.clone(), reason: error.to_string() })?;
         let stamp = SystemClock.unix_millis();
         let path = directory.join(format!("{stamp}-{}", safe_name(&attachment.name)));
         match &attachment.data {
             AttachmentData::Bytes(bytes) => std::fs::write(&path, bytes),
             AttachmentData::Path(source) => std::fs::copy(source, &path).map(drop),
         }
-        .map_err(|error| format!("can't write {}: {error}", path.display()))?;
+        .map_err(|error| AttachmentError::Io { path: path.clone(), reason: error.to_string() })?;
         Ok(path)
     }
 }
