@@ -105,9 +105,37 @@ pub trait InstallIsolation: Send + Sync {
         workspace: &Path,
         into: &Path,
         timeout: Duration,
-    ) -> Result<(), String>;
+    ) -> Result<(), CloneError>;
     /// Validates the skill in `directory`; `scratch` is an empty directory it may use.
     fn validate(&self, directory: &Path, scratch: &Path) -> Result<Accepted, Vec<SkillProblem>>;
+}
+
+/// Why a repository could not be cloned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CloneError {
+    /// There is no `git` to run.
+    #[error("git is not installed; it is needed to install from a repository")]
+    NoGit,
+    /// `git` could not be started or waited for.
+    #[error("can't run git: {0}")]
+    CannotRun(String),
+    /// `git` ran and failed; its own message, on one line.
+    #[error("{0}")]
+    Failed(String),
+    /// It ran past the time given.
+    #[error("git clone did not finish within {seconds} s")]
+    TimedOut {
+        /// The time given.
+        seconds: u64,
+    },
+    /// The sandbox it was to run in refused or broke.
+    #[error("git clone in the {backend} sandbox failed: {reason}")]
+    Sandbox {
+        /// The sandbox backend.
+        backend: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Clones and validates in this process, unconfined (tests, library use).
@@ -129,7 +157,7 @@ impl InstallIsolation for InProcess {
         _workspace: &Path,
         into: &Path,
         timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), CloneError> {
         git::clone(&repository.url, into, timeout)
     }
 
@@ -363,7 +391,7 @@ fn install_inner(request: &InstallRequest, isolation: &dyn InstallIsolation) -> 
             let clone = fetch.join("clone");
             isolation
                 .clone_repository(&repository, &fetch, &clone, request.git_timeout)
-                .map_err(|reason| InstallError::Fetch { given: given.clone(), reason })?;
+                .map_err(|error| InstallError::Fetch { given: given.clone(), reason: error.to_string() })?;
             clone
         }
     };

@@ -14,8 +14,8 @@ pub use availability::{Host, Missing, SystemHost};
 pub use bundled::{BUNDLED, BUNDLED_VERSION, BundledSkill};
 pub use catalog::{Discovery, Skill, SkillCatalog, SkillRoots, SkillSource};
 pub use install::{
-    InProcess, InstallError, InstallIsolation, InstallRequest, Installed, Repository, SandboxedInstall, ValidSkill,
-    install, install_with, validate_skill_dir,
+    CloneError, InProcess, InstallError, InstallIsolation, InstallRequest, Installed, Repository, SandboxedInstall,
+    ValidSkill, install, install_with, validate_skill_dir,
 };
 pub use manifest::{Manifest, Requirements, parse_skill, read_skill_file, validate_name};
 pub use problem::{ProblemKind, SkillProblem};

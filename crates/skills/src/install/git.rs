@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::CloneError;
+
 /// Default time a clone may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -48,14 +50,14 @@ pub(super) fn clone_arguments(url: &str, into: &Path) -> Vec<OsString> {
     arguments
 }
 
-/// Trims git's error output into one line.
-pub(super) fn summarize(status: impl std::fmt::Display, message: &str) -> String {
+/// Trims git's error output into one line: why the clone failed.
+pub(super) fn summarize(status: impl std::fmt::Display, message: &str) -> CloneError {
     let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    if message.is_empty() { format!("git clone failed ({status})") } else { message }
+    CloneError::Failed(if message.is_empty() { format!("git clone failed ({status})") } else { message })
 }
 
 /// `git clone --depth 1 <url> <into>` on the host; the error is git's own message or the timeout.
-pub(super) fn clone(url: &str, into: &Path, timeout: Duration) -> Result<(), String> {
+pub(super) fn clone(url: &str, into: &Path, timeout: Duration) -> Result<(), CloneError> {
     let mut child = Command::new("git")
         .args(clone_arguments(url, into))
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -65,10 +67,8 @@ pub(super) fn clone(url: &str, into: &Path, timeout: Duration) -> Result<(), Str
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => {
-                "git is not installed; it is needed to install from a repository".to_owned()
-            }
-            _ => format!("can't run git: {error}"),
+            std::io::ErrorKind::NotFound => CloneError::NoGit,
+            _ => CloneError::CannotRun(error.to_string()),
         })?;
     // Read stderr on a thread so a chatty git never blocks on a full pipe.
     let stderr = child.stderr.take().map(|stderr| {
@@ -91,10 +91,10 @@ pub(super) fn clone(url: &str, into: &Path, timeout: Duration) -> Result<(), Str
                 if let Err(error) = child.wait() {
                     tracing::warn!(%error, "can't reap a git clone that timed out");
                 }
-                break Err(format!("git clone did not finish within {} s", timeout.as_secs()));
+                break Err(CloneError::TimedOut { seconds: timeout.as_secs() });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(error) => break Err(format!("can't wait for git: {error}")),
+            Err(error) => break Err(CloneError::CannotRun(format!("can't wait for it: {error}"))),
         }
     };
     // After a timeout the reader is left behind: a helper git started may still hold

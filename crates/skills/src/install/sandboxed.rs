@@ -16,7 +16,7 @@ use nix::unistd::Pid;
 use squidbot_core::sandbox::{Grants, NetworkGrant, Sandbox, SandboxRequest};
 
 use super::verdict::{Accepted, MAX_VERDICT_BYTES, VALIDATE_SUBCOMMAND, Verdict};
-use super::{InstallIsolation, Repository, git};
+use super::{CloneError, InstallIsolation, Repository, git};
 use crate::problem::{ProblemKind, SkillProblem};
 
 /// How long the validator may take.
@@ -169,7 +169,7 @@ impl InstallIsolation for SandboxedInstall {
         workspace: &Path,
         into: &Path,
         timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), CloneError> {
         let command: Vec<String> = std::iter::once(OsString::from("git"))
             .chain(git::clone_arguments(&repository.url, into))
             .map(|argument| quote(&argument))
@@ -181,7 +181,7 @@ impl InstallIsolation for SandboxedInstall {
         };
         let finished = self
             .run(&command.join(" "), workspace, grants, timeout, 0)
-            .map_err(|reason| format!("git clone in the {} sandbox failed: {reason}", self.backend()))?;
+            .map_err(|reason| CloneError::Sandbox { backend: self.backend(), reason: reason.to_string() })?;
         match finished.code {
             Some(0) => Ok(()),
             Some(code) => Err(git::summarize(format!("exit code {code}"), &finished.stderr)),
