@@ -9,7 +9,7 @@ mod open;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use squidbot_types::{ImageRef, ToolCall};
 use tokio_util::sync::CancellationToken;
@@ -20,9 +20,9 @@ use crate::delegation::{BackgroundResult, BackgroundSink, Delegator};
 use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
 use crate::session::Session;
 use crate::store::Durability;
+use crate::sync::lock;
 use crate::tool::SharedFile;
 
-use crate::sync::lock;
 pub use open::OpenSessionLimits;
 use open::OpenSessions;
 
@@ -137,10 +137,6 @@ impl std::fmt::Debug for Runner {
     }
 }
 
-fn unix_ms(agent: &Agent) -> i64 {
-    agent.clock().now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as i64)
-}
-
 impl Runner {
     /// A runner for `agent` publishing to `hub`. When the agent delegates, the results of
     /// its background workers are delivered through this runner.
@@ -197,7 +193,7 @@ impl Runner {
             run_id: format!("background:{}", result.worker_id),
             session_key: result.parent_session.clone(),
             seq: 1,
-            at_ms: unix_ms(&self.agent),
+            at_ms: self.agent.clock().unix_millis(),
             correlation_id: result.correlation_id.clone(),
             kind: TurnEventKind::Background {
                 worker_id: result.worker_id.clone(),
@@ -217,7 +213,7 @@ impl Runner {
             run_id: format!("bus:{}", message.message_id),
             session_key: message.session_key.clone(),
             seq: 1,
-            at_ms: unix_ms(&self.agent),
+            at_ms: self.agent.clock().unix_millis(),
             correlation_id: message.correlation_id.clone(),
             kind: TurnEventKind::BusMessage {
                 message_id: message.message_id.clone(),
@@ -260,7 +256,7 @@ impl Runner {
         if MACHINE_ORIGINS.contains(&origin) {
             return;
         }
-        let at_ms = unix_ms(&self.agent);
+        let at_ms = self.agent.clock().unix_millis();
         let mut last = lock(&self.last_active);
         match last.as_mut() {
             Some(known) if known.origin == origin && known.session_key == session_key => known.at_ms = at_ms,
@@ -285,7 +281,7 @@ impl Runner {
 
     /// Sessions loaded in memory.
     pub fn open_sessions(&self) -> usize {
-        self.lock_sessions().len()
+        lock(&self.sessions).len()
     }
 
     /// Runs going on now, as (run id, session key).
@@ -302,7 +298,7 @@ impl Runner {
     /// keeps the context it was created in). Channels call this before [`Runner::start`]
     /// so a new conversation lands in the sender's or the room's context.
     pub async fn session_in(&self, key: &str, context: &str) -> Result<SharedSession, AgentError> {
-        if let Some(session) = self.lock_sessions().get(key, self.agent.clock().now()) {
+        if let Some(session) = lock(&self.sessions).get(key, self.agent.clock().now()) {
             return Ok(session);
         }
         let (session, warnings) = self.agent.open_session_in(key, context).await?;
@@ -311,13 +307,7 @@ impl Runner {
             tracing::warn!(session = key, "{warning}");
         }
         let shared = Arc::new(tokio::sync::Mutex::new(session));
-        Ok(self.lock_sessions().insert(key, shared, foreign, self.agent.clock().now()))
-    }
-
-    /// The loaded sessions. Every change to them is a single insert or removal, so they
-    /// are consistent after a panic elsewhere and a poisoned lock is used as it is.
-    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, OpenSessions> {
-        lock(&self.sessions)
+        Ok(lock(&self.sessions).insert(key, shared, foreign, self.agent.clock().now()))
     }
 
     /// Starts a fresh conversation in `key` (waits for a running turn of it to end).
@@ -348,7 +338,7 @@ impl Runner {
         };
         let cancel = CancellationToken::new();
         let foreign = {
-            let mut sessions = self.lock_sessions();
+            let mut sessions = lock(&self.sessions);
             sessions.make_room(self.agent.clock().now());
             sessions.is_foreign(&request.session_key)
         };
@@ -443,7 +433,7 @@ impl<'a> Turn<'a> {
             run_id: self.run_id.clone(),
             session_key: self.session_key.clone(),
             seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
-            at_ms: unix_ms(&self.runner.agent),
+            at_ms: self.runner.agent.clock().unix_millis(),
             correlation_id: self.correlation_id.clone(),
             kind,
         });

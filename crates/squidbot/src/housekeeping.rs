@@ -122,7 +122,9 @@ impl Housekeeping {
         // A sub-agent's transcript is tool work whose result is already in its owner's
         // session (which is mined in turn), and a job run's reply is in the session it was
         // delivered to: archive those without another model call.
-        let mined_elsewhere = squidbot_core::delegation::is_worker_session(key) || self.index.is_job_run(key)?;
+        let indexed = self.index.get(key)?;
+        let mined_elsewhere = squidbot_core::delegation::is_worker_session(key)
+            || indexed.as_ref().is_some_and(|entry| entry.job_id.is_some());
         if !transcript.trim().is_empty() && !mined_elsewhere {
             let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
             let output = compactor::summarize(
@@ -140,7 +142,7 @@ impl Housekeeping {
                 saved += 1;
             }
         }
-        if self.index.get(key)?.is_none() {
+        if indexed.is_none() {
             self.index.record_activity(key, &context, unix_now(), session.history().len() as u64)?;
         }
         self.index.set_archived(key, unix_now())?;

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result};
 use jiff::Timestamp;
 use squidbot_core::BoxFuture;
-use squidbot_core::clock::SystemClock;
+use squidbot_core::clock::{Clock as _, SystemClock};
 use squidbot_core::delegation::{DelegateRequest, Delegated, Parent, Priority, WorkerState};
 use squidbot_core::events::TurnEventKind;
 use squidbot_core::heartbeat::{HeartbeatDefaults, heartbeat_jobs, heartbeat_task, is_heartbeat_ok};
@@ -92,7 +92,9 @@ impl JobRunner {
     /// session is kept like any other).
     fn mark_run(&self, job: &Job, session_key: &str) {
         let Some(index) = &self.runs else { return };
-        if let Err(error) = index.mark_job_run(session_key, &job.owner_context, &job.id, unix_ms() / 1000) {
+        if let Err(error) =
+            index.mark_job_run(session_key, &job.owner_context, &job.id, crate::indexed_sessions::unix_now())
+        {
             tracing::warn!(job = %job.id, session = session_key, %error, "can't mark the session of a job run");
         }
     }
@@ -147,7 +149,7 @@ impl JobRunner {
         tracing::info!(job = %job.id, name = %job.name, channel = %destination.channel, session = %destination.session_key, "job reply delivered");
         self.runner.post_user_message(UserMessage {
             session_key: destination.session_key.clone(),
-            message_id: format!("job-{}-{}", job.id, unix_ms()),
+            message_id: format!("job-{}-{}", job.id, SystemClock.unix_millis()),
             from: "scheduler".to_owned(),
             role: job.kind.as_str().to_owned(),
             priority: "normal".to_owned(),
@@ -176,7 +178,7 @@ impl JobRunner {
     }
 
     async fn run_turn(&self, job: &Job, input: String) -> Result<String, JobRunError> {
-        let session_key = format!("job:{}:{}", job.id, unix_ms());
+        let session_key = format!("job:{}:{}", job.id, SystemClock.unix_millis());
         self.mark_run(job, &session_key);
         let request = RunRequest {
             session_key,
@@ -381,7 +383,7 @@ pub async fn run_system_jobs_now(environment: &crate::wiring::Environment) -> Re
             continue;
         }
         let outcome = housekeeping.run_job(&job.name).await;
-        let record = RunRecord { at: unix_ms(), outcome: RunOutcome::of(&outcome) };
+        let record = RunRecord { at: SystemClock.unix_millis(), outcome: RunOutcome::of(&outcome) };
         store.record_run(&job.id, &record).await?;
         lines.push(match outcome {
             Ok(line) => format!("{}: {line}", job.name),
@@ -406,7 +408,7 @@ pub async fn run_here(environment: &crate::wiring::Environment, store: &SqliteJo
         .marking_runs_in(SqliteSessionIndex::new(environment.database()?));
     let outcome = executor.execute(job, RunTrigger::Manual).await;
     runner.drain().await;
-    let record = RunRecord { at: unix_ms(), outcome: RunOutcome::of(&outcome) };
+    let record = RunRecord { at: SystemClock.unix_millis(), outcome: RunOutcome::of(&outcome) };
     let failures = store.record_run(&job.id, &record).await?;
     match outcome {
         Ok(()) => Ok(()),
@@ -603,10 +605,6 @@ impl HeartbeatSync {
 fn read_lossy(path: &std::path::Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("can't read {}", path.display()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn unix_ms() -> i64 {
-    Timestamp::now().as_millisecond()
 }
 
 /// The scheduler running in the gateway, with the loop keeping HEARTBEAT.md and its jobs

@@ -45,6 +45,8 @@ pub struct SessionIndexEntry {
     pub archived_at: Option<i64>,
     /// Messages recorded so far.
     pub message_count: u64,
+    /// The job whose run made the session, for the sessions of job runs.
+    pub job_id: Option<String>,
 }
 
 /// What recording activity did to a session.
@@ -87,7 +89,7 @@ pub struct SqliteSessionIndex {
     database: Database,
 }
 
-const COLUMNS: &str = "key, context, status, created_at, updated_at, archived_at, message_count";
+const COLUMNS: &str = "key, context, status, created_at, updated_at, archived_at, message_count, job_id";
 
 fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionIndexEntry> {
     let status: String = row.get(2)?;
@@ -107,6 +109,7 @@ fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionIndexEntry> {
         updated_at: row.get(4)?,
         archived_at: row.get(5)?,
         message_count: u64::try_from(message_count).unwrap_or(0),
+        job_id: row.get(7)?,
     })
 }
 
@@ -237,19 +240,6 @@ impl SqliteSessionIndex {
             .map_err(DatabaseError::query("mark a job run's session"))
     }
 
-    /// Whether session `key` was made by a job run.
-    pub fn is_job_run(&self, key: &str) -> Result<bool, DatabaseError> {
-        self.database
-            .with_connection(|connection| {
-                connection
-                    .prepare_cached("SELECT job_id IS NOT NULL FROM sessions WHERE key = ?1")?
-                    .query_row([key], |row| row.get::<_, bool>(0))
-                    .optional()
-            })
-            .map(|found| found.unwrap_or(false))
-            .map_err(DatabaseError::query("read a session"))
-    }
-
     /// Up to `limit` sessions of job runs last updated before `before_unix`, oldest first.
     pub fn job_runs_before(&self, before_unix: i64, limit: usize) -> Result<Vec<String>, DatabaseError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -341,8 +331,12 @@ mod tests {
         index.record_activity("job:rep:1", "owner", 200, 2).unwrap();
         index.mark_job_run("job:rep:1", "owner", "rep", 200).unwrap();
         index.record_activity("cli:local", "owner", 50, 4).unwrap();
-        assert!(index.is_job_run("worker:heartbeat:a1").unwrap() && index.is_job_run("job:rep:1").unwrap());
-        assert!(!index.is_job_run("cli:local").unwrap() && !index.is_job_run("nowhere").unwrap());
+        let job_of = |key: &str| index.get(key).unwrap().and_then(|entry| entry.job_id);
+        assert_eq!(
+            (job_of("worker:heartbeat:a1").as_deref(), job_of("job:rep:1").as_deref()),
+            (Some("hb-1"), Some("rep"))
+        );
+        assert_eq!((job_of("cli:local"), job_of("nowhere")), (None, None));
         let entry = index.get("worker:heartbeat:a1").unwrap().unwrap();
         assert_eq!((entry.message_count, entry.updated_at), (2, 110), "{entry:?}");
 
