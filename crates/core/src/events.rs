@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use squidbot_types::Usage;
@@ -268,9 +268,7 @@ impl EventHub {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Subscribers> {
-        // Nothing panics while holding the lock, and the index stays consistent between
-        // statements anyway, so a poisoned lock is as good as a clean one.
-        self.subscribers.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.subscribers)
     }
 
     /// Receives the events `filter` accepts from now on.

@@ -4,7 +4,7 @@
 //! next; the worker itself keeps running.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 
@@ -64,8 +64,7 @@ impl WorkerInbox {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // The state is plain data; a panic while holding the lock leaves it usable.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 
     /// The worker this inbox belongs to.

@@ -234,8 +234,7 @@ impl WorkerPool {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock leaves plain data behind; keep using it.
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     /// Registers a running worker unless its owner already has `limit` running.

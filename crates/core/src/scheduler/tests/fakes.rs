@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use jiff::Timestamp;
@@ -15,6 +15,7 @@ use crate::BoxFuture;
 use crate::clock::Clock;
 use crate::jobs::{ContextMode, Job, JobKind, JobStatus, JobStore, JobStoreError, RunOutcome, RunRecord};
 use crate::scheduler::{JobExecutor, JobRunError, RunTrigger};
+use crate::sync::lock;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 time.
 pub(super) fn ms(text: &str) -> i64 {
@@ -80,10 +81,6 @@ impl Clock for TestClock {
         let offset = Duration::from_millis(jump.unsigned_abs());
         if jump >= 0 { shifted + offset } else { shifted - offset }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The job table in memory. Every changed row bumps the revision by one, like the
