@@ -3,10 +3,11 @@
 //! once a route is there, and journals every attempt.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use squidbot_core::clock::Clock;
+use squidbot_core::sync::lock;
 use tokio::sync::oneshot;
 use tokio_util::task::TaskTracker;
 
@@ -345,7 +346,7 @@ impl Bus {
     /// How many attempts were journaled with each result (`delivered.verified`,
     /// `owner_binding_violation`, ...) since the bus started, sorted by result.
     pub fn result_counts(&self) -> Vec<(String, u64)> {
-        let results = self.results.lock().unwrap_or_else(PoisonError::into_inner);
+        let results = lock(&self.results);
         results.iter().map(|(result, count)| (result.clone(), *count)).collect()
     }
 
@@ -531,7 +532,7 @@ impl Bus {
     }
 
     async fn record(&self, entry: JournalEntry) {
-        *self.results.lock().unwrap_or_else(PoisonError::into_inner).entry(entry.result.clone()).or_default() += 1;
+        *lock(&self.results).entry(entry.result.clone()).or_default() += 1;
         if let Err(error) = self.journal.record_boxed(&entry).await {
             tracing::warn!(%error, from = %entry.from, to = %entry.to, result = %entry.result, "bus journal failed");
         }

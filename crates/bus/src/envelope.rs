@@ -157,7 +157,7 @@ impl Sequences {
 
     /// The next number of `sender` (its id, not its role: two workers count apart).
     pub fn next(&self, sender: &str) -> u64 {
-        let mut next = self.next.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = squidbot_core::sync::lock(&self.next);
         let counter = next.entry(sender.to_owned()).or_insert(0);
         *counter += 1;
         *counter

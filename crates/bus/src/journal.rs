@@ -3,10 +3,11 @@
 //! in squidbot-store; [`MemoryJournal`] serves tests and processes without a database.
 
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use serde::Serialize;
 use squidbot_core::BoxFuture;
+use squidbot_core::sync::lock;
 
 use crate::envelope::Priority;
 
@@ -73,13 +74,13 @@ impl MemoryJournal {
 
     /// The entries so far, oldest first.
     pub fn entries(&self) -> Vec<JournalEntry> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        lock(&self.entries).clone()
     }
 }
 
 impl BusJournal for MemoryJournal {
     async fn record(&self, entry: &JournalEntry) -> Result<(), JournalError> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner).push(entry.clone());
+        lock(&self.entries).push(entry.clone());
         Ok(())
     }
 }

@@ -14,11 +14,12 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use squidbot_core::BoxFuture;
+use squidbot_core::sync::lock;
 
 use crate::message::BusMessage;
 
@@ -129,11 +130,11 @@ pub(crate) struct Routes {
 
 impl Routes {
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Registration>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.entries)
     }
 
     fn alias_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, u64)>> {
-        self.aliases.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.aliases)
     }
 
     /// Registers `route` for `target` and its `aliases`, replacing older registrations.
@@ -149,7 +150,7 @@ impl Routes {
 
     /// Remembers agent names as targets for the rest of the run.
     pub(crate) fn remember(&self, names: impl IntoIterator<Item = String>) {
-        self.known.lock().unwrap_or_else(PoisonError::into_inner).extend(names);
+        lock(&self.known).extend(names);
     }
 
     /// The target a running agent's alias stands for.
@@ -159,7 +160,7 @@ impl Routes {
 
     /// True when `name` has a route or had one earlier in this run.
     pub(crate) fn is_known(&self, name: &str) -> bool {
-        self.contains(name) || self.known.lock().unwrap_or_else(PoisonError::into_inner).contains(name)
+        self.contains(name) || lock(&self.known).contains(name)
     }
 
     /// The aliases of live agents and what they stand for, sorted.

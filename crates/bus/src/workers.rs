@@ -5,11 +5,12 @@
 //! worker's inbox, read at its next safe point.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use squidbot_core::delegation::{
     InboxMessage, Priority as WorkerPriority, WorkerInbox, WorkerObserver, WorkerOutcome, WorkerSnapshot,
 };
+use squidbot_core::sync::lock;
 
 use crate::delivery::Bus;
 use crate::envelope::Priority;
@@ -80,7 +81,7 @@ impl WorkerRoutes {
 
     /// Reports every worker route alive: in-process workers are alive while registered.
     pub fn heartbeat(&self) {
-        for registered in self.running.lock().unwrap_or_else(PoisonError::into_inner).values() {
+        for registered in lock(&self.running).values() {
             registered.handle.heartbeat();
         }
     }
@@ -88,7 +89,7 @@ impl WorkerRoutes {
 
 impl WorkerObserver for WorkerRoutes {
     fn worker_started(&self, worker: &WorkerSnapshot, inbox: &WorkerInbox) {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut running = lock(&self.running);
         let slot = (worker.priority == WorkerPriority::Background).then(|| {
             let taken: Vec<u32> = running
                 .values()
@@ -110,7 +111,7 @@ impl WorkerObserver for WorkerRoutes {
 
     fn worker_ended(&self, worker: &WorkerSnapshot, _outcome: WorkerOutcome) {
         // Dropping the handle unregisters the id and the alias; the slot is free again.
-        self.running.lock().unwrap_or_else(PoisonError::into_inner).remove(&worker.id);
+        lock(&self.running).remove(&worker.id);
     }
 }
 

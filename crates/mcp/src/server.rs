@@ -304,7 +304,7 @@ impl Server {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves plain data behind; keep using it.
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        squidbot_core::sync::lock(&self.inner)
     }
 }
 

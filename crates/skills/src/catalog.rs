@@ -23,6 +23,7 @@ use crate::manifest::{Manifest, SKILL_FILE, read_skill_file};
 use crate::problem::{ProblemKind, SkillProblem};
 use snapshot::{Found, Input, Snapshot, Stamp};
 use squidbot_core::freshness::is_racy;
+use squidbot_core::sync::lock;
 
 /// Where a skill came from; later variants take precedence over earlier ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -212,7 +213,7 @@ struct Takeoff<'a> {
 
 impl Drop for Takeoff<'_> {
     fn drop(&mut self) {
-        let mut state = self.flights.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&self.flights.state);
         state.running.retain(|running| *running != self.key);
         self.flights.landed.notify_all();
     }
@@ -273,7 +274,7 @@ impl SkillCatalog {
     /// requirement checks, or checking would take more than `most_stats` `stat` calls.
     pub fn unchanged(&self, group: Option<&Path>, most_stats: usize) -> Option<Arc<Discovery>> {
         let key: FlightKey = group.map(Path::to_path_buf);
-        let snapshot = self.latest.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned()?;
+        let snapshot = lock(&self.latest).get(&key).cloned()?;
         // Checked without the lock, so calls of other groups need not wait on these `stat`s.
         snapshot.unchanged(most_stats).then(|| snapshot.discovery.clone())
     }
@@ -284,7 +285,7 @@ impl SkillCatalog {
     fn shared_discovery(&self, group: Option<&Path>) -> SharedDiscovery {
         let key: FlightKey = group.map(Path::to_path_buf);
         let flights = &self.flights;
-        let mut state = flights.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&flights.state);
         let arrived = state.started;
         loop {
             if let Some((_, _, result)) =
@@ -309,7 +310,7 @@ impl SkillCatalog {
             Some(discovery) => SharedDiscovery { discovery, new_problems: Vec::new() },
             None => self.discover_and_remember(group, &takeoff.key),
         };
-        let mut state = flights.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&flights.state);
         state.landed.retain(|(landed, _, _)| *landed != takeoff.key);
         if state.waiting > 0 {
             if state.landed.len() >= MAX_LANDED {
@@ -330,7 +331,7 @@ impl SkillCatalog {
         let mut discovery = self.discover_inner(group, &mut inputs);
         let new_problems = std::mem::take(&mut discovery.new_problems);
         let discovery = Arc::new(discovery);
-        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut latest = lock(&self.latest);
         if inputs.iter().any(|input| matches!(input.found, Found::Failed)) {
             latest.remove(key);
         } else {
@@ -349,7 +350,7 @@ impl SkillCatalog {
 
     /// Discovers every source, recording each root and `SKILL.md` it looks at in `inputs`.
     fn discover_inner(&self, group: Option<&Path>, inputs: &mut Vec<Input>) -> Discovery {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = lock(&self.cache);
         let mut discovery = Discovery::default();
         let mut sources: Vec<(SkillSource, &Path)> = Vec::new();
         if let Some(directory) = &self.roots.bundled {

@@ -6,10 +6,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use squidbot_core::BoxFuture;
 use squidbot_core::context::{PER_FILE_CAP, Prompt, PromptSection, PromptSections, cap_file};
+use squidbot_core::sync::lock;
 use squidbot_core::workspace::WorkspaceFiles;
 
 use crate::catalog::{Discovery, SharedDiscovery, Skill, SkillCatalog};
@@ -191,7 +192,7 @@ impl SkillSections {
             return sections;
         }
         let sections: Arc<[PromptSection]> = Arc::from(prompt_sections(&discovery, &preamble));
-        let mut rendered = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rendered = lock(&self.rendered);
         if rendered.len() >= MAX_RENDERED
             && !rendered.contains_key(&group)
             && let Some(any) = rendered.keys().next().cloned()
@@ -230,7 +231,7 @@ impl SkillSections {
         discovery: &Arc<Discovery>,
         preamble: &str,
     ) -> Option<Arc<[PromptSection]>> {
-        let rendered = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        let rendered = lock(&self.rendered);
         rendered
             .get(group)
             .filter(|before| Arc::ptr_eq(&before.discovery, discovery) && before.preamble == preamble)

@@ -2,8 +2,9 @@
 //! order, quarantine what can't be a message, keep what the route could not take, and
 //! skip message ids delivered already.
 
+use squidbot_core::sync::lock;
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use super::{Bus, DeliveryStatus, HandOver, Source};
 use crate::message::{BusMessage, new_id};
@@ -149,11 +150,11 @@ impl Bus {
     }
 
     fn was_delivered(&self, id: &str) -> bool {
-        self.delivered.lock().unwrap_or_else(PoisonError::into_inner).known.contains(id)
+        lock(&self.delivered).known.contains(id)
     }
 
     fn remember_delivered(&self, id: &str) {
-        let mut delivered = self.delivered.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut delivered = lock(&self.delivered);
         if delivered.known.insert(id.to_owned()) {
             delivered.order.push_back(id.to_owned());
         }
