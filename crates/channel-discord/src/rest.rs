@@ -10,7 +10,7 @@ use reqwest::multipart::{Form, Part};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use squidbot_channels::{Attachment, ChannelError, OutboundMessage};
+use squidbot_channels::{Attachment, ChannelError, OutboundMessage, ReadAttachment};
 use tokio::time::Instant;
 
 use crate::settings::DiscordSettings;

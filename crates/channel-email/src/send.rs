@@ -13,7 +13,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::Tls;
 use lettre::transport::smtp::extension::ClientId;
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use squidbot_channels::{Attachment, ChannelError};
+use squidbot_channels::{Attachment, ChannelError, ReadAttachment};
 
 use crate::settings::{EmailSettings, Security, domain_of};
 use crate::text::text_to_html;

@@ -3,6 +3,7 @@
 //! notice. Pure functions.
 
 use serde_json::{Value, json};
+use squidbot_core::html::{Layout, QuoteMarks};
 
 /// The reaction key that acknowledges a message.
 pub(crate) const ACKNOWLEDGE_KEY: &str = "👀";
@@ -125,93 +126,12 @@ fn insert_relation(content: &mut Value, placement: Placement<'_>) {
     }
 }
 
-/// The plain-text fallback of Matrix HTML: tags removed (block ends and `<br>` become
-/// line breaks, list items start with `- `), entities decoded.
+/// The plain-text fallback of Matrix HTML: tags removed (blocks and `<br>` become line
+/// breaks, list items start with `- ` or their number, links show their address),
+/// entities decoded. Quotes get no `> `: clients read leading `> ` lines of a reply's
+/// body as the quoted message and hide them.
 pub(crate) fn html_to_plain(html: &str) -> String {
-    let mut plain = String::with_capacity(html.len());
-    let mut rest = html;
-    let mut in_pre = false;
-    while let Some(open) = rest.find('<') {
-        let text = rest.get(..open).unwrap_or_default();
-        // Line breaks between tags are HTML whitespace, not text; inside `<pre>` they are.
-        if in_pre || !(text.trim().is_empty() && text.contains('\n')) {
-            plain.push_str(&decode_entities(text));
-        }
-        let after = rest.get(open..).unwrap_or_default();
-        let Some(close) = after.find('>') else {
-            plain.push_str(&decode_entities(after));
-            rest = "";
-            break;
-        };
-        let tag = after.get(1..close).unwrap_or_default().trim().to_ascii_lowercase();
-        let name: String = tag.trim_start_matches('/').chars().take_while(char::is_ascii_alphanumeric).collect();
-        let closing = tag.starts_with('/');
-        if name == "pre" {
-            in_pre = !closing;
-        }
-        match (name.as_str(), closing) {
-            ("br", _) | ("hr", false) => plain.push('\n'),
-            ("li", false) => {
-                ensure_line_start(&mut plain);
-                plain.push_str("- ");
-            }
-            ("li", true) => ensure_line_start(&mut plain),
-            // Blocks end with a blank line (runs of them are collapsed below).
-            ("p" | "pre" | "blockquote" | "ul" | "ol" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6", true) => {
-                ensure_line_start(&mut plain);
-                plain.push('\n');
-            }
-            ("p" | "pre" | "blockquote" | "ul" | "ol" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6", false) => {
-                ensure_line_start(&mut plain);
-            }
-            _ => {}
-        }
-        rest = after.get(close + 1..).unwrap_or_default();
-    }
-    plain.push_str(&decode_entities(rest));
-    let mut tidy = String::with_capacity(plain.len());
-    for line in plain.trim().split('\n') {
-        // At most one blank line in a row.
-        if line.trim().is_empty() && (tidy.ends_with("\n\n") || tidy.is_empty()) {
-            continue;
-        }
-        tidy.push_str(line.trim_end());
-        tidy.push('\n');
-    }
-    tidy.trim_end().to_owned()
-}
-
-fn ensure_line_start(plain: &mut String) {
-    if !plain.is_empty() && !plain.ends_with('\n') {
-        plain.push('\n');
-    }
-}
-
-fn decode_entities(text: &str) -> String {
-    if !text.contains('&') {
-        return text.to_owned();
-    }
-    let mut decoded = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find('&') {
-        decoded.push_str(rest.get(..start).unwrap_or_default());
-        let after = rest.get(start..).unwrap_or_default();
-        let entity_end = after.find(';').filter(|end| *end <= 10);
-        let replacement =
-            entity_end.and_then(|end| squidbot_channels::html_entity(after.get(1..end).unwrap_or_default()));
-        match (entity_end, replacement) {
-            (Some(end), Some(character)) => {
-                decoded.push(character);
-                rest = after.get(end + 1..).unwrap_or_default();
-            }
-            (Some(_) | None, _) => {
-                decoded.push('&');
-                rest = after.get(1..).unwrap_or_default();
-            }
-        }
-    }
-    decoded.push_str(rest);
-    decoded
+    squidbot_core::html::to_plain(html, Layout::Blocks { quotes: QuoteMarks::Dropped })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use squidbot_channels::{ChannelError, Conversation, InboundMessage, OutboundMessage, SentMessage};
+use squidbot_channels::{ChannelError, Conversation, InboundMessage, OutboundMessage, ReadAttachment, SentMessage};
 
 use crate::MatrixChannel;
 use crate::failure;

@@ -2,7 +2,7 @@
 //! (capped, with a note for each one left out) and the three-step external upload.
 
 use serde_json::{Value, json};
-use squidbot_channels::{Attachment, AttachmentData, ChannelError};
+use squidbot_channels::{Attachment, AttachmentData, ChannelError, ReadAttachment};
 
 use crate::events::SlackFile;
 use crate::web_api::{DownloadError, Token, WebApi, string_field};

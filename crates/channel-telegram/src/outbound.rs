@@ -4,7 +4,7 @@
 
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
-use squidbot_channels::{Attachment, ChannelError, Conversation, OutboundMessage, SentMessage};
+use squidbot_channels::{Attachment, ChannelError, Conversation, OutboundMessage, ReadAttachment, SentMessage};
 
 use crate::api::{Api, CALL_TIMEOUT, Failure};
 use crate::plain::html_to_plain;

@@ -214,7 +214,7 @@ async fn through_manager() -> (Vec<Duration>, Vec<Duration>) {
     ));
     let manager = Arc::new(ChannelManager::new(
         runner,
-        vec![ChannelEntry { channel, policy }],
+        vec![ChannelEntry { channel, kind: "bench".to_owned(), policy }],
         Arc::new(NoFiles),
         Box::new(SeededRandom::new(2)),
         ManagerSettings::default(),

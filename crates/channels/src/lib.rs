@@ -1,6 +1,7 @@
 //! squidbot's chat channels, platform-independent part: everything the channel manager
-//! and the platform adapters (Telegram, Discord, Slack, Matrix, email, webhook, each in
-//! its own crate) share. Pure logic, no network or file IO.
+//! and the platform adapters (Telegram, Discord, Slack, Matrix, email, each in its own
+//! crate) share, and the webhook channel, which needs no SDK. Apart from reading
+//! attachments and the webhook's callback posts, no network or file IO.
 //!
 //! - The [`Channel`] port an adapter implements ([`DynChannel`] for trait
 //!   objects). The manager runs an adapter's receive loop ([`Channel::run`]) as a tracked
@@ -18,7 +19,8 @@
 //!   (default), `allowlist`, `pairing` or `open`; groups on `mention` (default),
 //!   `always` or `allowlist`. Strangers get nothing or one polite refusal a day, or
 //!   under `pairing` a one-time code ([`PairingCodes`]) that the owner approves;
-//!   approvals are kept by an [`ApprovedSenders`] store.
+//!   approvals are kept by an [`ApprovedSenders`] store (core's port, re-exported here
+//!   with [`PendingCodes`], [`AttachmentStore`] and their data).
 //! - [`route`]: the memory context and session key of a message (the sender's own
 //!   context for direct messages, the owner's for the owner, the room's for groups),
 //!   safe as file names.
@@ -31,6 +33,8 @@
 //! - [`ChannelManager`]: runs the adapters (restarting failed ones), reports their
 //!   [`ChannelHealth`], and turns inbound messages into turns of core's `Runner` and
 //!   their replies into platform messages.
+//! - [`WebhookChannel`]: messages posted to `POST /webhook/<name>`, signed with
+//!   HMAC-SHA256; [`Webhooks`] is core's `WebhookHandler` the server hands them to.
 //!
 //! The order of work for an inbound message: de-duplicate, decide with the policy,
 //! route to a session, run the turn, render the reply, split it, send (or edit).
@@ -42,7 +46,6 @@
 
 mod backoff;
 mod dedup;
-mod html;
 mod manager;
 mod markdown;
 mod pairing;
@@ -50,10 +53,10 @@ mod policy;
 mod port;
 mod session;
 mod split;
+mod webhook;
 
 pub use backoff::{BackoffSettings, Restart, RestartBackoff};
 pub use dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
-pub use html::html_entity;
 pub use manager::{
     AttachmentError, AttachmentStore, ChannelEntry, ChannelHealth, ChannelManager, ChannelState, ManagerSettings,
 };
@@ -68,10 +71,12 @@ pub use policy::{
 };
 pub use port::{
     Attachment, AttachmentData, Capabilities, Channel, ChannelError, ChannelErrorKind, Conversation, ConversationKind,
-    DynChannel, InboundMessage, InboundSink, OutboundMessage, Sender, SentMessage, SinkClosed, StreamMode,
+    DynChannel, InboundMessage, InboundSink, OutboundMessage, ReadAttachment, Sender, SentMessage, SinkClosed,
+    StreamMode,
 };
 pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, route};
 pub use split::split_message;
 /// Core's retry policy, for the adapters' own reconnect and retry loops.
 pub use squidbot_core::backoff::Backoff;
 pub use squidbot_core::random::{RandomSource, SeededRandom, SystemRandom};
+pub use webhook::{SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookChannel, Webhooks};

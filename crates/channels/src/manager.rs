@@ -16,7 +16,6 @@ mod outbound;
 mod tests;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,43 +26,21 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use squidbot_core::attachments::{AttachmentError, AttachmentStore};
+pub use squidbot_types::channel::{ChannelHealth, ChannelState};
+
 use self::health::HealthBook;
-pub use self::health::{ChannelHealth, ChannelState};
 use crate::backoff::{BackoffSettings, Restart, RestartBackoff};
 use crate::dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
 use crate::policy::AccessPolicy;
-use crate::port::{Attachment, Conversation, DynChannel, InboundSink};
+use crate::port::{Conversation, DynChannel, InboundSink};
 
-/// Why an inbound attachment was not saved (the message goes on without it, saying so).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AttachmentError {
-    /// The session's key can't name a directory.
-    #[error("the session can't have a directory: {0}")]
-    InvalidSession(String),
-    /// The file or its directory could not be written.
-    #[error("can't write {path}: {reason}")]
-    Io {
-        /// What could not be written.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// This store keeps no attachments.
-    #[error("attachments are not kept here")]
-    NotKept,
-}
-
-/// Where inbound attachments are kept: the binary saves them under the session's data
-/// directory.
-pub trait AttachmentStore: Send + Sync {
-    /// Saves `attachment`, sent in `session_key`, and returns the file's path.
-    fn save(&self, session_key: &str, attachment: &Attachment) -> Result<PathBuf, AttachmentError>;
-}
-
-/// One adapter and its access policy.
+/// One adapter, its platform and its access policy.
 pub struct ChannelEntry {
     /// The adapter.
     pub channel: Arc<dyn DynChannel>,
+    /// Its platform (`telegram`, `webhook`, ...), as its health reports it.
+    pub kind: String,
     /// Who it answers.
     pub policy: Arc<AccessPolicy>,
 }
@@ -142,6 +119,7 @@ impl ChannelManager {
     ) -> Self {
         let mut channels = HashMap::new();
         let mut order = Vec::new();
+        let mut kinds = Vec::new();
         for entry in entries {
             let name = entry.channel.name().to_owned();
             if channels.contains_key(&name) {
@@ -149,9 +127,10 @@ impl ChannelManager {
                 continue;
             }
             order.push(name.clone());
+            kinds.push(entry.kind.clone());
             channels.insert(name, entry);
         }
-        let health = HealthBook::new(&order, runner.agent().clock().clone());
+        let health = HealthBook::new(&order, &kinds, runner.agent().clock().clone());
         Self {
             runner,
             channels,

@@ -1,6 +1,7 @@
 //! Rendering the model's Markdown to each chat platform's text format.
 //!
-//! The model writes CommonMark-ish Markdown; platforms each speak their own dialect:
+//! The model writes Markdown, read as CommonMark with GFM tables and strikethrough
+//! (`pulldown-cmark`; raw HTML stays text); platforms each speak their own dialect:
 //!
 //! - **Telegram** (`parse_mode` HTML): `<b>`, `<i>`, `<s>`, `<code>`, `<pre>` (with
 //!   `<code class="language-…">`), `<a href>`, `<blockquote>`; newlines are line breaks;
@@ -18,16 +19,19 @@
 //!   business (`allowed_mentions`), not the renderer's.
 //! - **Matrix** (`org.matrix.custom.html`): tags from the spec's recommended set
 //!   (`strong`, `em`, `del`, `code`, `pre`, `a`, `h1`–`h6`, `ul`/`ol`/`li`,
-//!   `blockquote`, `p`, `br`, `hr`), `<pre><code class="language-…">` for code, every
-//!   text character that HTML treats specially escaped.
+//!   `blockquote`, `p`, `br`, `hr`, `table`), `<pre><code class="language-…">` for
+//!   code, every text character that HTML treats specially escaped.
 //! - **Plain text**: the text without markup (links as `text (url)`), for email and
 //!   for Matrix's `body` fallback.
+//!
+//! Tables are real `<table>`s in Matrix; elsewhere their cells become aligned columns of
+//! plain text, in a code block where the platform has one (Telegram `<pre>`, Slack and
+//! Discord fences) so a monospaced font keeps them aligned.
 //!
 //! Text inside code spans and blocks is never interpreted, only escaped as the format
 //! requires. Links go out only for `http`, `https` and `mailto` URLs; others become
 //! `text (url)` so no `javascript:` link is ever made clickable.
 
-mod inline;
 mod parse;
 mod render;
 

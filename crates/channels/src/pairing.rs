@@ -1,11 +1,13 @@
-//! Pairing: one-time codes that let a stranger ask the owner for access, and the store
-//! of senders the owner approved.
+//! Pairing: one-time codes that let a stranger ask the owner for access, and in-memory
+//! stores of pending codes and approved senders (core's `access` ports; the database
+//! keeps them in the gateway).
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+pub use squidbot_core::access::{AccessStoreError, ApprovedSender, ApprovedSenders, PendingCodes, PendingPairing};
 use squidbot_core::random::RandomSource;
 
 use crate::port::Sender;
@@ -27,19 +29,6 @@ const MAX_PENDING_CODES: usize = 256;
 /// Expired codes are kept this long after expiring to tell "expired" from "unknown".
 const EXPIRED_CODES_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// A sender the owner approved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovedSender {
-    /// The channel they wrote on.
-    pub channel: String,
-    /// Their sender id there.
-    pub sender_id: String,
-    /// Their display name when they asked, for `squidbot users list`.
-    pub display_name: Option<String>,
-    /// When the owner approved them.
-    pub approved_at: SystemTime,
-}
-
 /// Why a pairing code could not be approved.
 #[derive(Debug, thiserror::Error)]
 pub enum PairingError {
@@ -58,29 +47,6 @@ pub enum PairingError {
     /// The approval could not be stored.
     #[error("can't approve the pairing code: {0}")]
     Store(#[source] AccessStoreError),
-}
-
-/// The store of approved senders or pending pairing codes failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("can't {action}: {reason}")]
-pub struct AccessStoreError {
-    /// What was attempted ("read approved senders", "store a pairing code").
-    pub action: String,
-    /// What went wrong.
-    pub reason: String,
-}
-
-/// Where approved senders are kept (the binary persists them; tests use
-/// [`MemoryApprovedSenders`]).
-pub trait ApprovedSenders: Send + Sync {
-    /// Whether `sender_id` on `channel` was approved.
-    fn is_approved(&self, channel: &str, sender_id: &str) -> Result<bool, AccessStoreError>;
-    /// Records an approval (replacing an earlier one for the same sender).
-    fn approve(&self, sender: &ApprovedSender) -> Result<(), AccessStoreError>;
-    /// Withdraws an approval; false if the sender was not approved.
-    fn revoke(&self, channel: &str, sender_id: &str) -> Result<bool, AccessStoreError>;
-    /// Every approved sender.
-    fn list(&self) -> Result<Vec<ApprovedSender>, AccessStoreError>;
 }
 
 /// Approved senders by (channel, sender id).
@@ -123,19 +89,6 @@ impl ApprovedSenders for MemoryApprovedSenders {
     }
 }
 
-/// A code waiting for the owner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingPairing {
-    /// The code.
-    pub code: String,
-    /// The channel the stranger wrote on.
-    pub channel: String,
-    /// Who they are.
-    pub sender: Sender,
-    /// When the code stops being accepted.
-    pub expires_at: SystemTime,
-}
-
 /// What [`PairingCodes::issue`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Issued {
@@ -144,21 +97,6 @@ pub enum Issued {
     /// The stranger already has a live code; nothing new is sent, so writing again
     /// does not make the bot send message after message.
     Pending,
-}
-
-/// Where pending pairing codes are kept: in the database in the gateway, so
-/// `squidbot users approve CODE` from another process reaches them; in memory in tests
-/// ([`MemoryPendingCodes`]). A store bounds itself (at most a few hundred codes, expired
-/// ones forgotten after a day) so a flood of strangers can't grow it.
-pub trait PendingCodes: Send + Sync {
-    /// Whether `sender_id` on `channel` holds a code that has not expired at `now`.
-    fn has_live_code(&self, channel: &str, sender_id: &str, now: SystemTime) -> Result<bool, AccessStoreError>;
-    /// Stores a new code; `Ok(false)` when the code is already taken.
-    fn insert(&self, pending: &PendingPairing, now: SystemTime) -> Result<bool, AccessStoreError>;
-    /// Removes the code (normalized: upper case) and returns what it was issued for.
-    fn take(&self, code: &str) -> Result<Option<PendingPairing>, AccessStoreError>;
-    /// The codes still live at `now`, oldest first.
-    fn pending(&self, now: SystemTime) -> Result<Vec<PendingPairing>, AccessStoreError>;
 }
 
 struct MemoryCodes {

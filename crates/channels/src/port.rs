@@ -1,9 +1,7 @@
 //! The `Channel` port every chat-platform adapter implements, and the plain data that
 //! crosses it: inbound and outbound messages, capabilities, errors.
 
-use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -12,6 +10,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::markdown::MarkdownFlavor;
+
+pub use squidbot_types::channel::{Attachment, AttachmentData, Sender};
 
 /// How a channel shows a reply that is still being written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,50 +60,15 @@ pub struct Conversation {
     pub thread: Option<String>,
 }
 
-/// Who wrote an inbound message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sender {
-    /// The platform's stable id of the sender (user id, email address).
-    pub id: String,
-    /// The name shown on the platform, when it gives one.
-    pub display_name: Option<String>,
-}
-
-/// Where an attachment's content is.
-#[derive(Clone, PartialEq, Eq)]
-pub enum AttachmentData {
-    /// Held in memory (small files).
-    Bytes(Vec<u8>),
-    /// Saved to a file (large files, and inbound files once stored under the session's
-    /// data directory).
-    Path(PathBuf),
-}
-
-impl fmt::Debug for AttachmentData {
-    // Attachments can be megabytes; a log line shows the size, not the bytes.
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AttachmentData::Bytes(bytes) => write!(formatter, "Bytes({} bytes)", bytes.len()),
-            AttachmentData::Path(path) => formatter.debug_tuple("Path").field(path).finish(),
-        }
-    }
-}
-
-/// A file sent with a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    /// The file name as given by the sender (untrusted: never use it as a path as is).
-    pub name: String,
-    /// Its media type, e.g. `image/png`.
-    pub mime: String,
-    /// Its content.
-    pub data: AttachmentData,
-}
-
-impl Attachment {
+/// Reading an [`Attachment`]'s bytes, wherever they are.
+pub trait ReadAttachment {
     /// Its bytes, read from disk when it is saved to a file. A file that can't be read is
     /// a rejected send: trying again won't help.
-    pub async fn bytes(&self) -> Result<Vec<u8>, ChannelError> {
+    fn bytes(&self) -> impl Future<Output = Result<Vec<u8>, ChannelError>> + Send + '_;
+}
+
+impl ReadAttachment for Attachment {
+    async fn bytes(&self) -> Result<Vec<u8>, ChannelError> {
         match &self.data {
             AttachmentData::Bytes(bytes) => Ok(bytes.clone()),
             AttachmentData::Path(path) => tokio::fs::read(path).await.map_err(|error| {
@@ -514,11 +479,5 @@ mod tests {
         assert!(ChannelError::rate_limited(Duration::from_secs(3), "can't send: 429").is_retryable());
         assert!(ChannelError::transient("can't connect: reset").is_retryable());
         assert!(!ChannelError::fatal("can't log in: token refused").is_retryable());
-    }
-
-    #[test]
-    fn attachment_bytes_are_not_dumped_into_logs() {
-        let data = AttachmentData::Bytes(vec![0; 2048]);
-        assert_eq!(format!("{data:?}"), "Bytes(2048 bytes)");
     }
 }

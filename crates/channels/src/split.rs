@@ -118,6 +118,7 @@ pub(crate) struct Fence {
     /// How many fence characters open it (three or more).
     pub(crate) length: usize,
     /// The info string after the fence (the language comes first), trimmed.
+    #[cfg_attr(not(test), expect(dead_code, reason = "splitting needs no language; the tests check it is read"))]
     pub(crate) info: String,
 }
 

@@ -349,7 +349,9 @@ impl Agent {
         match self.store.load_boxed(key).await? {
             Some(loaded) => {
                 let warnings = loaded.warnings.clone();
-                Ok((Session::from_loaded(loaded), warnings))
+                let mut session = Session::from_loaded(loaded);
+                session.release_compacted();
+                Ok((session, warnings))
             }
             None => Ok((
                 Session::new(SessionHeader {

@@ -128,6 +128,29 @@ pub trait PromptSections: Send + Sync {
     fn sections<'a>(&'a self, context: &'a str) -> crate::BoxFuture<'a, Vec<PromptSection>>;
 }
 
+/// Several section sources, in prompt order (memory first, then skills, as DESIGN.md
+/// orders the context).
+pub struct ChainedSections(Vec<std::sync::Arc<dyn PromptSections>>);
+
+impl ChainedSections {
+    /// Chains `sources`; their sections appear in this order.
+    pub fn new(sources: Vec<std::sync::Arc<dyn PromptSections>>) -> Self {
+        Self(sources)
+    }
+}
+
+impl PromptSections for ChainedSections {
+    fn sections<'a>(&'a self, context: &'a str) -> crate::BoxFuture<'a, Vec<PromptSection>> {
+        Box::pin(async move {
+            let mut sections = Vec::new();
+            for source in &self.0 {
+                sections.extend(source.sections(context).await);
+            }
+            sections
+        })
+    }
+}
+
 /// Facts about the run that the prompt mentions.
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeInfo {

@@ -1,5 +1,7 @@
 //! The `JobStore` port: the scheduler's persisted jobs (user, heartbeat and system) and
-//! the plain data they are made of.
+//! the plain data they are made of; running a due job ([`JobRunner`]), keeping
+//! HEARTBEAT.md's jobs in step ([`HeartbeatSync`]) and remembering where the owner last
+//! wrote ([`LastActiveTracker`]).
 
 use std::fmt;
 use std::future::Future;
@@ -9,8 +11,14 @@ use jiff::Timestamp;
 use crate::BoxFuture;
 use crate::schedule::{Cadence, Schedule, ScheduleError};
 
+mod heartbeat_sync;
+mod last_active;
+mod runner;
 mod user_jobs;
 
+pub use heartbeat_sync::{HeartbeatSettings, HeartbeatSync, HeartbeatSyncError};
+pub use last_active::{LastActive, LastActiveError, LastActiveStore, LastActiveTracker};
+pub use runner::{Delivery, Destination, GATEWAY_CHANNEL, JobConsole, JobRunner, ManualRunError, channel_of};
 pub use user_jobs::{JobRequest, JobRequestError, job_row, job_time, job_zone, new_user_job, resumed_next_run};
 
 /// Who made a job, which decides how it runs.

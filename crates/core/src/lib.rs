@@ -1,7 +1,9 @@
 //! squidbot's core: the agent loop, context assembly and session model, plus the ports
 //! (traits) that adapters implement. No HTTP, SQLite or filesystem code lives here.
 
+pub mod access;
 pub mod agent;
+pub mod attachments;
 pub mod backoff;
 pub mod clock;
 pub mod compactor;
@@ -11,7 +13,8 @@ pub mod duration;
 pub mod events;
 pub mod freshness;
 pub mod heartbeat;
-pub mod html_entities;
+pub mod housekeeping;
+pub mod html;
 pub mod ids;
 pub mod jobs;
 pub mod leaks;
@@ -24,11 +27,13 @@ pub mod schedule;
 pub mod scheduler;
 #[cfg(test)]
 mod scripted;
+pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod sync;
 pub mod text;
 pub mod tool;
+pub mod webhook;
 pub mod workspace;
 
 use std::future::Future;

@@ -12,13 +12,17 @@ use crate::BoxFuture;
 use crate::clock::Clock;
 use crate::provider::ProviderError;
 
+pub mod bulletin;
 mod document;
 mod fusion;
 pub mod in_memory;
+mod sections;
 mod similarity;
 
+pub use bulletin::{Bulletin, BulletinError, Bulletins};
 pub use document::{DOCUMENT_CAP, DocumentEdit, MemoryDocuments, apply_edit};
 pub use fusion::{RRF_K, fuse};
+pub use sections::MemorySections;
 pub use similarity::{is_near_duplicate, normalize};
 
 /// The instructions for writing the memory bulletin.

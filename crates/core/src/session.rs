@@ -14,7 +14,9 @@ use crate::store::LoadedSession;
 /// (the turn was interrupted between the call and its result).
 pub const MISSING_RESULT: &str = "interrupted: no result was recorded for this call";
 
-/// A session's whole tree plus the branch new entries attach to.
+/// A session's tree plus the branch new entries attach to. A session a front end keeps
+/// open holds only what the model can still see (see [`Session::release_compacted`]);
+/// the store keeps the whole tree.
 #[derive(Debug, Clone)]
 pub struct Session {
     header: SessionHeader,
@@ -22,12 +24,13 @@ pub struct Session {
     index: HashMap<String, usize>,
     leaf: Option<String>,
     persisted: bool,
+    partial: bool,
 }
 
 impl Session {
     /// A brand-new session that is not on disk yet.
     pub fn new(header: SessionHeader) -> Self {
-        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, persisted: false }
+        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, persisted: false, partial: false }
     }
 
     /// A session read from the store; the active leaf is the last entry written.
@@ -38,6 +41,12 @@ impl Session {
             session.insert(entry);
         }
         session
+    }
+
+    /// Adds an entry read from elsewhere (already written) after the others; it becomes
+    /// the leaf.
+    pub fn append_loaded(&mut self, entry: SessionEntry) {
+        self.insert(entry);
     }
 
     fn insert(&mut self, entry: SessionEntry) {
@@ -66,9 +75,43 @@ impl Session {
         self.persisted = true;
     }
 
-    /// Every entry, in the order written.
+    /// The entries held in memory, in the order written: every entry, unless
+    /// [`Session::is_partial`].
     pub fn entries(&self) -> &[SessionEntry] {
         &self.entries
+    }
+
+    /// True once [`Session::release_compacted`] dropped entries: the store has the rest.
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+
+    /// Keeps in memory only the active branch from the first entry the latest compaction
+    /// kept, and lets go of the rest (the summarised turns and other branches, all on
+    /// disk). History, turn starts and the summary read the same afterwards, so a long
+    /// conversation costs memory for what the model sees, not for all it ever said.
+    /// Returns how many entries were released.
+    pub fn release_compacted(&mut self) -> usize {
+        let (kept, leaf) = {
+            let path = self.active_path();
+            let (start, summary) = compacted_start(&path);
+            if summary.is_none() || path.len() - start == self.entries.len() {
+                return 0;
+            }
+            let kept: HashSet<&str> = path[start..].iter().map(|entry| entry.id.as_str()).collect();
+            let kept: Vec<SessionEntry> =
+                self.entries.iter().filter(|entry| kept.contains(entry.id.as_str())).cloned().collect();
+            (kept, self.leaf.clone())
+        };
+        let released = self.entries.len() - kept.len();
+        self.entries = Vec::with_capacity(kept.len());
+        self.index = HashMap::with_capacity(kept.len());
+        for entry in kept {
+            self.insert(entry);
+        }
+        self.leaf = leaf;
+        self.partial = true;
+        released
     }
 
     /// Looks an entry up by id.
@@ -407,6 +450,41 @@ mod tests {
         assert_eq!(history[1], ChatMessage::user("two"));
         assert_eq!(history[3], ChatMessage::user("three"));
         assert_eq!(session.turn_starts().len(), 2);
+    }
+
+    #[test]
+    fn releasing_compacted_turns_keeps_what_the_model_sees() {
+        let mut session = Session::new(header());
+        session.push(message(MessageRole::User, "one"), "t".into());
+        let fork_point = session.push(message(MessageRole::Assistant, "1"), "t".into()).id;
+        session.push(message(MessageRole::User, "side branch"), "t".into());
+        assert!(session.checkout(&fork_point));
+        let kept = session.push(message(MessageRole::User, "two"), "t".into()).id;
+        session.push(message(MessageRole::Assistant, "2"), "t".into());
+        assert_eq!(session.release_compacted(), 0, "nothing is summarised yet");
+        session.push(
+            EntryBody::Compaction {
+                summary: "they said one".into(),
+                first_kept: kept.clone(),
+                condensed: 2,
+                method: "summary".into(),
+            },
+            "t".into(),
+        );
+        session.push(message(MessageRole::User, "three"), "t".into());
+        let (history, starts, summary) = (session.history(), session.turn_starts(), session.current_summary());
+
+        assert_eq!(session.release_compacted(), 3, "one, 1 and the side branch go");
+        assert!(session.is_partial());
+        assert_eq!(session.entries().len(), 4);
+        assert_eq!(session.entries()[0].id, kept);
+        assert_eq!(session.history(), history);
+        assert_eq!(session.turn_starts().len(), starts.len());
+        assert_eq!(session.current_summary(), summary);
+        assert_eq!(session.release_compacted(), 0, "a second call has nothing left to release");
+
+        session.push(message(MessageRole::Assistant, "3"), "t".into());
+        assert_eq!(session.history().len(), history.len() + 1, "new turns still attach to the branch");
     }
 
     #[test]

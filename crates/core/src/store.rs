@@ -111,6 +111,8 @@ pub trait SessionStore: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
     /// Lists every session, most recently updated first.
     fn list(&self) -> impl Future<Output = Result<Vec<SessionSummary>, StoreError>> + Send + '_;
+    /// Deletes a session and everything stored with it; `Ok(false)` when there was none.
+    fn remove<'a>(&'a self, key: &'a str) -> impl Future<Output = Result<bool, StoreError>> + Send + 'a;
 }
 
 /// Object-safe companion of [`SessionStore`].
@@ -128,6 +130,8 @@ pub trait DynSessionStore: Send + Sync {
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`SessionStore::list`].
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
+    /// See [`SessionStore::remove`].
+    fn remove_boxed<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 impl<T: SessionStore> DynSessionStore for T {
@@ -151,6 +155,11 @@ impl<T: SessionStore> DynSessionStore for T {
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>> {
         Box::pin(self.list())
     }
+
+    fn remove_boxed<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.remove(key))
+    }
 }
 
+pub mod index;
 pub mod memory;

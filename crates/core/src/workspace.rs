@@ -73,3 +73,37 @@ pub trait ContextWorkspaces: Send + Sync {
     /// fails instead of falling back to the owner's workspace.
     fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, ContextWorkspaceError>;
 }
+
+/// When a watched file last changed and how long it is: compared between looks, so an
+/// unchanged file is not read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    /// Its modification time (the Unix epoch when the system can't tell).
+    pub modified: std::time::SystemTime,
+    /// Its length in bytes.
+    pub length: u64,
+}
+
+/// Why a watched file could not be looked at or read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchedFileError {
+    /// The file exists but could not be read.
+    #[error("can't read {location}: {reason}")]
+    Unreadable {
+        /// Where the file is, for messages.
+        location: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One file of the workspace that the domain looks at again and again (HEARTBEAT.md):
+/// a cheap look at whether it changed, then a read of its bytes when it did.
+pub trait WatchedFile: Send + Sync {
+    /// The file's stamp, `Ok(None)` when there is no such file.
+    fn stamp(&self) -> Result<Option<FileStamp>, WatchedFileError>;
+    /// The file's bytes, whatever their encoding.
+    fn read(&self) -> Result<Vec<u8>, WatchedFileError>;
+    /// Where the file is, for messages.
+    fn location(&self) -> String;
+}

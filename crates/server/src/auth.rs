@@ -61,7 +61,7 @@ impl Auth {
     /// True only in token mode when `given` is the token (compared in constant time).
     pub fn check_token(&self, given: &str) -> bool {
         match self {
-            Self::Token(token) => constant_time_equal(given.as_bytes(), token.expose().as_bytes()),
+            Self::Token(token) => squidbot_core::secrets::same(given.as_bytes(), token.expose().as_bytes()),
             Self::Password(_) | Self::None => false,
         }
     }
@@ -235,18 +235,6 @@ impl PasswordVerifier {
         mac.update(given.as_bytes());
         Some(mac)
     }
-}
-
-/// Compares without stopping at the first difference, so timing reveals nothing about
-/// how much of a guess was right.
-fn constant_time_equal(left: &[u8], right: &[u8]) -> bool {
-    let mut difference = left.len() ^ right.len();
-    for index in 0..left.len().max(right.len()) {
-        let a = left.get(index).copied().unwrap_or(0);
-        let b = right.get(index).copied().unwrap_or(0);
-        difference |= usize::from(a ^ b);
-    }
-    difference == 0
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! What the gateway shows of its chat channels (`status`, `/health`, `/metrics`), and
-//! `POST /webhook/<name>`, handed to the webhook channel of that name.
+//! `POST /webhook/<name>`, handed to core's webhook port as plain data.
 
 use std::sync::Arc;
 
@@ -8,75 +8,31 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use squidbot_core::BoxFuture;
+use squidbot_core::webhook::{DynWebhookHandler, WebhookRequest};
+use squidbot_types::channel::ChannelHealth;
 
 use crate::Gateway;
 
-/// One channel as the gateway reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelView {
-    /// The channel's name (`[channels.<name>]`).
-    pub name: String,
-    /// Its platform (`telegram`, ...).
-    pub kind: String,
-    /// `starting`, `running`, `restarting`, `failed` or `stopped`.
-    pub state: String,
-    /// Whether its receive loop runs.
-    pub up: bool,
-    /// The last failure.
-    pub last_error: Option<String>,
-    /// Restarts after failures.
-    pub restarts: u32,
-    /// Messages received, duplicates not counted.
-    pub received: u64,
-    /// Messages answered with a turn.
-    pub answered: u64,
-    /// Messages not answered under the access policy.
-    pub denied: u64,
-    /// Redelivered messages dropped.
-    pub duplicates: u64,
-    /// Messages and edits sent.
-    pub sent: u64,
-    /// Sends that failed for good.
-    pub send_failures: u64,
+/// One channel as `status` and `/health` show it (the wire names are the protocol's).
+pub(crate) fn channel_json(channel: &ChannelHealth) -> Value {
+    json!({
+        "name": channel.name,
+        "kind": channel.kind,
+        "status": channel.state.describe(),
+        "up": channel.is_up(),
+        "lastError": channel.last_error,
+        "restarts": channel.restarts,
+        "received": channel.received,
+        "answered": channel.answered,
+        "denied": channel.denied,
+        "duplicates": channel.duplicates,
+        "sent": channel.sent,
+        "sendFailures": channel.send_failures,
+    })
 }
 
-impl ChannelView {
-    pub(crate) fn json(&self) -> Value {
-        json!({
-            "name": self.name,
-            "kind": self.kind,
-            "status": self.state,
-            "up": self.up,
-            "lastError": self.last_error,
-            "restarts": self.restarts,
-            "received": self.received,
-            "answered": self.answered,
-            "denied": self.denied,
-            "duplicates": self.duplicates,
-            "sent": self.sent,
-            "sendFailures": self.send_failures,
-        })
-    }
-}
-
-/// Lists the channels now.
-pub type ChannelLister = Arc<dyn Fn() -> Vec<ChannelView> + Send + Sync>;
-
-/// The answer to a webhook request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WebhookResponse {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// JSON body.
-    pub body: Value,
-}
-
-/// Takes `POST /webhook/<name>` requests (checks their signature, runs the turn).
-pub trait WebhookHandler: Send + Sync {
-    /// Handles one request to the webhook `name`.
-    fn handle(&self, name: String, headers: HeaderMap, body: Bytes) -> BoxFuture<'static, WebhookResponse>;
-}
+/// Lists the channels' health now.
+pub type ChannelLister = Arc<dyn Fn() -> Vec<ChannelHealth> + Send + Sync>;
 
 /// The gateway's channels, for reports and webhooks.
 #[derive(Clone)]
@@ -84,11 +40,24 @@ pub struct ChannelServices {
     /// Lists the channels.
     pub list: ChannelLister,
     /// Handles webhook requests; `None` when no webhook channel is configured.
-    pub webhooks: Option<Arc<dyn WebhookHandler>>,
+    pub webhooks: Option<Arc<dyn DynWebhookHandler>>,
 }
 
-pub(crate) fn views(gateway: &Gateway) -> Vec<ChannelView> {
+pub(crate) fn views(gateway: &Gateway) -> Vec<ChannelHealth> {
     gateway.services.channels.as_ref().map(|channels| (channels.list)()).unwrap_or_default()
+}
+
+/// The request as the webhook port takes it: each header once, with its first value
+/// (headers whose first value is not text are left out, as if missing).
+fn webhook_request(name: String, headers: &HeaderMap, body: Bytes) -> WebhookRequest {
+    let headers = headers
+        .keys()
+        .filter_map(|header| {
+            let value = headers.get(header)?.to_str().ok()?;
+            Some((header.as_str().to_owned(), value.to_owned()))
+        })
+        .collect();
+    WebhookRequest { channel: name, headers, body: body.to_vec() }
 }
 
 /// `POST /webhook/{name}`: authenticated by the webhook's own signature, not the
@@ -103,9 +72,44 @@ pub async fn webhook(
         return (StatusCode::NOT_FOUND, axum::Json(json!({"error": format!("no webhook named {name}")})))
             .into_response();
     };
-    let response = handler.handle(name, headers, body).await;
-    if response.status.is_client_error() {
+    let response = handler.handle_boxed(webhook_request(name, &headers, body)).await;
+    if response.is_client_error() {
         gateway.metrics.error("webhook");
     }
-    (response.status, axum::Json(response.body)).into_response()
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(response.body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use squidbot_types::channel::ChannelState;
+
+    use super::*;
+
+    #[test]
+    fn a_channel_renders_with_the_protocols_field_names() {
+        let mut channel = ChannelHealth::new("work", "slack");
+        channel.state = ChannelState::Restarting { attempt: 3, retry_in: Duration::from_secs(20) };
+        channel.last_error = Some("can't connect: reset".to_owned());
+        channel.send_failures = 2;
+        assert_eq!(
+            channel_json(&channel).to_string(),
+            r#"{"answered":0,"denied":0,"duplicates":0,"kind":"slack","lastError":"can't connect: reset","name":"work","received":0,"restarts":0,"sendFailures":2,"sent":0,"status":"restarting (attempt 3, in 20 s)","up":false}"#
+        );
+    }
+
+    #[test]
+    fn the_webhook_port_gets_each_header_once_with_its_first_text_value() {
+        let mut headers = HeaderMap::new();
+        headers.append("x-squidbot-timestamp", "12".parse().unwrap());
+        headers.append("x-squidbot-timestamp", "13".parse().unwrap());
+        headers.insert("x-binary", axum::http::HeaderValue::from_bytes(b"\xff").unwrap());
+        let request = webhook_request("hook".to_owned(), &headers, Bytes::from_static(b"{}"));
+        assert_eq!(request.channel, "hook");
+        assert_eq!(request.headers, vec![("x-squidbot-timestamp".to_owned(), "12".to_owned())]);
+        assert_eq!(request.header("x-binary"), None);
+        assert_eq!(request.body, b"{}");
+    }
 }

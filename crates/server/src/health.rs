@@ -23,8 +23,8 @@ pub(crate) async fn report(gateway: &Gateway) -> Value {
     };
     let views = crate::channels::views(gateway);
     let channels: serde_json::Map<String, Value> =
-        views.iter().map(|channel| (channel.name.clone(), channel.json())).collect();
-    let channel_down = views.iter().any(|channel| !channel.up);
+        views.iter().map(|channel| (channel.name.clone(), crate::channels::channel_json(channel))).collect();
+    let channel_down = views.iter().any(|channel| !channel.is_up());
     let degraded = memory["status"] == "error" || channel_down;
     json!({
         "status": if degraded { "degraded" } else { "ok" },

@@ -26,12 +26,13 @@ use squidbot_core::jobs::DynJobStore;
 use squidbot_core::memory::{Memories, MemoryDocuments};
 use squidbot_core::runs::Runner;
 use squidbot_core::scheduler::JobControl;
+use squidbot_types::config::Config;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::Auth;
 pub use bus::AssistantRoute;
-pub use channels::{ChannelLister, ChannelServices, ChannelView, WebhookHandler, WebhookResponse};
+pub use channels::{ChannelLister, ChannelServices};
 pub use ws::methods::MAIN_SESSION;
 
 /// What the gateway can show and change besides running turns. Everything is optional so
@@ -46,10 +47,11 @@ pub struct Services {
     pub memory_context: String,
     /// Largest memory.md in characters.
     pub document_cap: usize,
-    /// Configured providers, as shown by `status` (`name`, `model`, `role`, ...).
-    pub providers: Vec<Value>,
-    /// The configuration with secrets redacted, for `config.get`.
-    pub config: Value,
+    /// Configured providers, as shown by `status` and `/health`.
+    pub providers: Vec<ProviderSummary>,
+    /// The configuration, for `config.get` (its secrets redact themselves when it is
+    /// serialized); `None` shows as `null`.
+    pub config: Option<Config>,
     /// Lists the skills with their availability, for `skills.list` (re-read each call).
     pub skills: Option<SkillLister>,
     /// The agent bus: the assistant registers as its `assistant` route while the gateway
@@ -60,6 +62,19 @@ pub struct Services {
     pub jobs: Option<JobServices>,
     /// The chat channels, for `status`, `/health`, `/metrics` and `POST /webhook/<name>`.
     pub channels: Option<ChannelServices>,
+}
+
+/// One configured LLM provider as `status` and `/health` show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProviderSummary {
+    /// The provider's name as used in model ids.
+    pub name: String,
+    /// Its wire protocol, as the router names it.
+    pub kind: String,
+    /// The base URL its requests go to.
+    pub api_base: String,
+    /// Whether images are sent to its models.
+    pub vision: bool,
 }
 
 /// What the `cron.*` methods work with.

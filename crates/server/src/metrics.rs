@@ -86,7 +86,7 @@ pub struct Gauges {
     /// Open WebSocket connections.
     pub ws_connections: usize,
     /// Channel adapters, their health and counters.
-    pub channels: Vec<crate::ChannelView>,
+    pub channels: Vec<squidbot_types::channel::ChannelHealth>,
     /// Time since start.
     pub uptime: Duration,
     /// Sub-agents running now.
@@ -220,7 +220,7 @@ impl Metrics {
                 "squidbot_channel_up{{channel=\"{}\",kind=\"{}\"}} {}\n",
                 label(&channel.name),
                 label(&channel.kind),
-                u8::from(channel.up)
+                u8::from(channel.is_up())
             ));
         }
         family(&mut output, "squidbot_channel_restarts_total", "counter", "Channel adapter restarts after failures.");
@@ -400,12 +400,12 @@ mod tests {
         metrics.record(&event(TurnEventKind::Failed { error: "x".into(), duration: Duration::from_millis(1) }));
         let text = metrics.render(&Gauges {
             ws_connections: 3,
-            channels: vec![crate::ChannelView {
+            channels: vec![squidbot_types::channel::ChannelHealth {
                 name: "matrix".into(),
                 kind: "matrix".into(),
-                state: "running".into(),
-                up: true,
+                state: squidbot_types::channel::ChannelState::Running,
                 last_error: None,
+                last_error_at: None,
                 restarts: 2,
                 received: 5,
                 answered: 4,

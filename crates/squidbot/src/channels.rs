@@ -2,23 +2,22 @@
 //! a cargo feature), their access policies over the database, and the channel manager
 //! that runs them.
 
-pub mod access;
 mod adapters;
-pub mod files;
 pub mod settings;
-pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use squidbot_channels::{
-    AccessPolicy, ChannelEntry, ChannelManager, ChannelState, DynChannel, ManagerSettings, PairingCodes, SystemRandom,
+    AccessPolicy, ApprovedSenders, ChannelEntry, ChannelManager, DynChannel, ManagerSettings, PairingCodes,
+    SystemRandom, WebhookChannel, Webhooks,
 };
 use squidbot_core::clock::SystemClock;
 use squidbot_core::runs::Runner;
-use squidbot_server::{ChannelServices, ChannelView};
-use squidbot_store::ChannelAccessStore;
+use squidbot_core::webhook::DynWebhookHandler;
+use squidbot_server::ChannelServices;
+use squidbot_store::{ChannelAccessStore, SessionFiles, SqliteChannelAccess};
 use tokio_util::sync::CancellationToken;
 
 use crate::wiring::Environment;
@@ -42,23 +41,19 @@ pub fn start(
     if enabled.is_empty() {
         return Ok(None);
     }
-    let access = access::DatabaseAccess::new(ChannelAccessStore::new(environment.database()?));
+    let access = SqliteChannelAccess::new(ChannelAccessStore::new(environment.database()?));
     let pairing = Arc::new(PairingCodes::with_store(Box::new(SystemRandom), Arc::new(access.clone())));
-    let approved: Arc<dyn squidbot_channels::ApprovedSenders> = Arc::new(access);
+    let approved: Arc<dyn ApprovedSenders> = Arc::new(access);
     let mut entries = Vec::new();
-    let mut kinds = std::collections::HashMap::new();
-    let mut webhooks = webhook::Webhooks::default();
+    let mut webhooks = Webhooks::default();
     for (name, channel) in enabled {
         let kind = channel.kind_of(name).to_owned();
         let adapter: Arc<dyn DynChannel> = if kind == "webhook" {
             let secret = settings::credential(channel.secret.as_ref(), channel.secret_env.as_ref())
                 .map_err(|problem| anyhow!("channels.{name}.secret_env {problem}"))?
                 .ok_or_else(|| anyhow!("channels.{name}: a webhook channel needs secret or secret_env"))?;
-            let hook = Arc::new(webhook::WebhookChannel::new(
-                name,
-                secret,
-                Duration::from_secs(channel.reply_timeout_secs.max(1)),
-            ));
+            let hook =
+                Arc::new(WebhookChannel::new(name, secret, Duration::from_secs(channel.reply_timeout_secs.max(1))));
             webhooks.add(hook.clone());
             hook
         } else {
@@ -71,10 +66,9 @@ pub fn start(
             pairing.clone(),
             Arc::new(SystemClock),
         ));
-        kinds.insert(name.clone(), kind);
-        entries.push(ChannelEntry { channel: adapter, policy });
+        entries.push(ChannelEntry { channel: adapter, kind, policy });
     }
-    let attachments = Arc::new(files::SessionFiles::new(environment.paths.sessions()));
+    let attachments = Arc::new(SessionFiles::new(environment.paths.sessions()));
     let manager = Arc::new(ChannelManager::new(
         runner.clone(),
         entries,
@@ -83,33 +77,8 @@ pub fn start(
         ManagerSettings::default(),
     ));
     let listed = manager.clone();
-    let list = Arc::new(move || {
-        listed
-            .health()
-            .into_iter()
-            .map(|health| ChannelView {
-                kind: kinds.get(&health.name).cloned().unwrap_or_default(),
-                up: health.is_up(),
-                state: match &health.state {
-                    ChannelState::Restarting { retry_in, attempt } => {
-                        format!("restarting (attempt {attempt}, in {} s)", retry_in.as_secs())
-                    }
-                    other => other.as_str().to_owned(),
-                },
-                name: health.name,
-                last_error: health.last_error,
-                restarts: health.restarts,
-                received: health.received,
-                answered: health.answered,
-                denied: health.denied,
-                duplicates: health.duplicates,
-                sent: health.sent,
-                send_failures: health.send_failures,
-            })
-            .collect()
-    });
-    let webhooks: Option<Arc<dyn squidbot_server::WebhookHandler>> =
-        (!webhooks.is_empty()).then(|| Arc::new(webhooks) as Arc<dyn squidbot_server::WebhookHandler>);
+    let list = Arc::new(move || listed.health());
+    let webhooks = (!webhooks.is_empty()).then(|| Arc::new(webhooks) as Arc<dyn DynWebhookHandler>);
     let done = tokio::spawn(manager.run(shutdown));
     Ok(Some(RunningChannels { services: ChannelServices { list, webhooks }, done }))
 }

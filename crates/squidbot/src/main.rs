@@ -6,12 +6,9 @@ mod channels;
 mod cli;
 mod commands;
 mod config;
-mod housekeeping;
-mod indexed_sessions;
 mod jobs;
 mod logging;
 mod paths;
-mod sections;
 mod wiring;
 
 use std::process::ExitCode;

@@ -7,12 +7,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use squidbot_core::agent::{Agent, AgentSettings, CompactionSettings};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::compactor::CompactionPolicy;
-use squidbot_core::context::{DELEGATION_PROMPT, PromptSections, RuntimeInfo, SPAWN_PROMPT};
+use squidbot_core::context::{ChainedSections, DELEGATION_PROMPT, PromptSections, RuntimeInfo, SPAWN_PROMPT};
 use squidbot_core::delegation::{
     CancelWorkerTool, DelegateTool, Delegator, RoleAgent, SetStatusTool, SpawnTool, WorkerPool, roles,
 };
 use squidbot_core::duration::{BareNumber, parse_duration};
-use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments};
+use squidbot_core::housekeeping::Housekeeping;
+use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments, MemorySections};
 use squidbot_core::store::DynSessionStore;
 use squidbot_core::tool::{ToolFilter, ToolRegistry};
 use squidbot_llm::Router;
@@ -20,14 +21,10 @@ use squidbot_mcp::McpManager;
 use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
 use squidbot_skills::{SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
-    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, JsonlSessionStore, SqliteJobStore, SqliteMemoryStore,
-    SqliteSessionIndex,
+    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, IndexedSessionStore, JsonlSessionStore, SqliteJobStore,
+    SqliteMemoryStore, SqliteSessionIndex,
 };
 use squidbot_types::config::{Config, RoleSandbox};
-
-use crate::housekeeping::Housekeeping;
-use crate::indexed_sessions::IndexedSessionStore;
-use crate::sections::{ChainedSections, MemorySections};
 
 use crate::config::{self as config_loader, LoadedConfig};
 use crate::logging;
@@ -116,6 +113,7 @@ impl Environment {
         Ok(IndexedSessionStore::new(
             JsonlSessionStore::new(self.paths.sessions()),
             SqliteSessionIndex::new(self.database()?),
+            Arc::new(SystemClock),
         ))
     }
 
@@ -137,12 +135,13 @@ impl Environment {
         let database = self.database()?;
         Ok(Housekeeping {
             memories: self.memories()?,
-            index: SqliteSessionIndex::new(database.clone()),
-            sessions: JsonlSessionStore::new(self.paths.sessions()),
-            bulletins: BulletinCache::new(database),
+            index: Arc::new(SqliteSessionIndex::new(database.clone())),
+            sessions: Arc::new(JsonlSessionStore::new(self.paths.sessions())),
+            bulletins: Arc::new(BulletinCache::new(database)),
             provider: Arc::new(self.router()?),
             model: self.memory_model()?,
             workspace: Arc::new(FsWorkspace::new(self.workspace())),
+            clock: Arc::new(SystemClock),
             archive_after,
             keep_job_runs,
             contexts: vec![OWNER_CONTEXT.to_owned()],
@@ -367,7 +366,7 @@ impl Environment {
             model: self.memory_model()?,
             memories: Some(memories.clone()),
         };
-        let memory_sections = MemorySections::new(self.documents(), BulletinCache::new(self.database()?));
+        let memory_sections = MemorySections::new(self.documents(), Arc::new(BulletinCache::new(self.database()?)));
         let sections: Arc<dyn PromptSections> = if config.skills.enabled {
             let skills = SkillSections::new(Arc::new(self.skill_catalog())).with_prompt_overrides(workspace.clone());
             Arc::new(ChainedSections::new(vec![Arc::new(memory_sections), Arc::new(skills)]))
@@ -393,7 +392,7 @@ impl Environment {
         if allowed(roles::CANCEL_WORKER) {
             tools.register(Arc::new(CancelWorkerTool::new(delegator.clone())));
         }
-        let contexts = Arc::new(crate::channels::files::ContextDirectories::new(&self.paths.home, &workspace));
+        let contexts = Arc::new(squidbot_store::ContextDirectories::new(&self.paths.home, &workspace));
         Ok(Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings)
             .with_context_workspaces(contexts)
             .with_compaction(compaction)

@@ -2,19 +2,11 @@
 //! memory fingerprint it was generated from, so it is rebuilt only after changes.
 
 use rusqlite::{OptionalExtension, params};
+pub use squidbot_core::memory::Bulletin;
+use squidbot_core::memory::{BulletinError, Bulletins};
 
 use crate::database::{Database, DatabaseError};
-
-/// A generated bulletin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bulletin {
-    /// The bulletin text.
-    pub content: String,
-    /// Fingerprint of the memories it summarizes.
-    pub fingerprint: String,
-    /// When it was generated, Unix seconds.
-    pub generated_at: i64,
-}
+use crate::session_index::action_and_reason;
 
 /// Bulletins in the shared database, one per context. Calls block.
 #[derive(Debug, Clone)]
@@ -59,5 +51,21 @@ impl BulletinCache {
             })
             .map(drop)
             .map_err(DatabaseError::query("store the memory bulletin"))
+    }
+}
+
+/// The port's error for a database error.
+fn bulletin_error(error: DatabaseError) -> BulletinError {
+    let (action, reason) = action_and_reason(error, "use the memory bulletin");
+    BulletinError::Storage { action, reason }
+}
+
+impl Bulletins for BulletinCache {
+    fn get(&self, context: &str) -> Result<Option<Bulletin>, BulletinError> {
+        BulletinCache::get(self, context).map_err(bulletin_error)
+    }
+
+    fn put(&self, context: &str, bulletin: &Bulletin) -> Result<(), BulletinError> {
+        BulletinCache::put(self, context, bulletin).map_err(bulletin_error)
     }
 }

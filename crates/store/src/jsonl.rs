@@ -184,6 +184,10 @@ impl SessionStore for JsonlSessionStore {
         let directory = self.sessions_dir.clone();
         run_blocking("list", file::LIST_KEY, move || file::list_sessions(&directory)).await
     }
+
+    async fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        JsonlSessionStore::remove(self, key).await
+    }
 }
 
 /// One async mutex per session file, created on demand and dropped once idle.

@@ -1,31 +1,42 @@
 //! squidbot-store: storage adapters for core's ports — SQLite (memories, session
-//! index, bulletin cache, job ledger, scheduled jobs, bus journal), JSONL session tree files, per-context memory
-//! documents and the filesystem workspace.
+//! index, bulletin cache, job ledger, scheduled jobs, bus journal, approved senders and
+//! pairing codes), JSONL session tree files, per-context memory documents, the
+//! filesystem workspace, channel attachments and per-context workspaces.
 
 mod bulletin;
 mod bus_journal;
 mod channel_access;
+mod channel_access_ports;
+mod channel_files;
 mod database;
+mod indexed_sessions;
 mod job_ledger;
 mod jobs;
 mod jsonl;
 mod key;
+mod last_active;
 mod memory_documents;
 mod memory_store;
 mod session_index;
+mod watched_file;
 mod workspace;
 
 pub use bulletin::{Bulletin, BulletinCache};
 pub use bus_journal::SqliteBusJournal;
 pub use channel_access::{ApprovedSenderRow, ChannelAccessStore, PairingCodeRow};
+pub use channel_access_ports::SqliteChannelAccess;
+pub use channel_files::{ContextDirectories, SessionFiles};
 pub use database::{APPLICATION_ID, Database, DatabaseError, SCHEMA_VERSION};
+pub use indexed_sessions::IndexedSessionStore;
 pub use job_ledger::{JobLedger, JobRun};
 pub use jobs::SqliteJobStore;
 pub use jsonl::JsonlSessionStore;
 pub use key::{MAX_KEY_BYTES, decode_key, encode_key};
+pub use last_active::SqliteLastActive;
 pub use memory_documents::FsMemoryDocuments;
 pub use memory_store::SqliteMemoryStore;
 pub use session_index::{
     Activity, ActivityUpdate, RecordedActivity, SessionIndexEntry, SessionStatus, SqliteSessionIndex,
 };
+pub use watched_file::FsWatchedFile;
 pub use workspace::{FsWorkspace, MAX_WORKSPACE_FILE_BYTES};

@@ -2,52 +2,10 @@
 //! or archived, and when they last saw activity — for the idle-archiving job and listings.
 
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+use squidbot_core::store::index::{SessionIndex, SessionIndexError};
+pub use squidbot_core::store::index::{SessionIndexEntry, SessionStatus};
 
 use crate::database::{Database, DatabaseError};
-
-/// Whether a session is in use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionStatus {
-    /// Receiving messages.
-    Active,
-    /// Idle long enough to have been archived; new activity resumes it.
-    Archived,
-}
-
-impl SessionStatus {
-    /// Name as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Archived => "archived",
-        }
-    }
-
-    fn parse(name: &str) -> Option<Self> {
-        [Self::Active, Self::Archived].into_iter().find(|status| status.as_str() == name)
-    }
-}
-
-/// One session of the index. Times are Unix seconds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionIndexEntry {
-    /// Session key.
-    pub key: String,
-    /// Context the session belongs to.
-    pub context: String,
-    /// Active or archived.
-    pub status: SessionStatus,
-    /// First activity.
-    pub created_at: i64,
-    /// Last activity (or archiving).
-    pub updated_at: i64,
-    /// When it was archived, while it is.
-    pub archived_at: Option<i64>,
-    /// Messages recorded so far.
-    pub message_count: u64,
-    /// The job whose run made the session, for the sessions of job runs.
-    pub job_id: Option<String>,
-}
 
 /// What recording activity did to a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,17 +267,60 @@ impl SqliteSessionIndex {
     }
 }
 
+/// What a database error says was attempted and why, for a port's error: a failed
+/// statement keeps its own action, anything else gets `fallback`.
+pub(crate) fn action_and_reason(error: DatabaseError, fallback: &'static str) -> (&'static str, String) {
+    if let DatabaseError::Query { action, reason } = error {
+        return (action, reason);
+    }
+    (fallback, error.to_string())
+}
+
+/// The port's error for a database error.
+fn index_error(error: DatabaseError) -> SessionIndexError {
+    let (action, reason) = action_and_reason(error, "use the session index");
+    SessionIndexError::Storage { action, reason }
+}
+
+impl SessionIndex for SqliteSessionIndex {
+    fn get(&self, key: &str) -> Result<Option<SessionIndexEntry>, SessionIndexError> {
+        SqliteSessionIndex::get(self, key).map_err(index_error)
+    }
+
+    fn idle(&self, before_unix: i64) -> Result<Vec<SessionIndexEntry>, SessionIndexError> {
+        SqliteSessionIndex::idle(self, before_unix).map_err(index_error)
+    }
+
+    fn record_activity(
+        &self,
+        key: &str,
+        context: &str,
+        at_unix: i64,
+        messages_added: u64,
+    ) -> Result<(), SessionIndexError> {
+        SqliteSessionIndex::record_activity(self, key, context, at_unix, messages_added).map(drop).map_err(index_error)
+    }
+
+    fn set_archived(&self, key: &str, at_unix: i64) -> Result<bool, SessionIndexError> {
+        SqliteSessionIndex::set_archived(self, key, at_unix).map_err(index_error)
+    }
+
+    fn mark_job_run(&self, key: &str, context: &str, job_id: &str, at_unix: i64) -> Result<(), SessionIndexError> {
+        SqliteSessionIndex::mark_job_run(self, key, context, job_id, at_unix).map_err(index_error)
+    }
+
+    fn job_runs_before(&self, before_unix: i64, limit: usize) -> Result<Vec<String>, SessionIndexError> {
+        SqliteSessionIndex::job_runs_before(self, before_unix, limit).map_err(index_error)
+    }
+
+    fn remove(&self, key: &str) -> Result<bool, SessionIndexError> {
+        SqliteSessionIndex::remove(self, key).map_err(index_error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_round_trip_through_their_names() {
-        for status in [SessionStatus::Active, SessionStatus::Archived] {
-            assert_eq!(SessionStatus::parse(status.as_str()), Some(status));
-        }
-        assert_eq!(SessionStatus::parse("deleted"), None);
-    }
 
     #[test]
     fn job_runs_are_marked_listed_by_age_and_forgotten_and_activity_keeps_the_mark() {

@@ -1,5 +1,7 @@
 //! Plain data types shared across squidbot: no IO, no async, serde only.
 
+pub mod access;
+pub mod channel;
 pub mod config;
 pub mod memory;
 pub mod message;

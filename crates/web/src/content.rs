@@ -1,7 +1,9 @@
 //! What a fetched body is and how it becomes text: the declared content type decides,
 //! the bytes get the last word (a "text" body full of NULs is binary whatever it claims).
+//! The character set comes from a byte order mark, else the `Content-Type` header, else
+//! a `<meta>` declaration near the start, else UTF-8, decoded with `encoding_rs`.
 
-use squidbot_core::html_entities::windows_1252_c1;
+use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
 
 /// Bytes looked at to judge whether a body is binary.
 const SNIFF_BYTES: usize = 8192;
@@ -28,15 +30,44 @@ pub struct Classified {
     pub charset: Charset,
 }
 
-/// Character sets decoded without an encoding library.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The character set a body is decoded with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Charset {
-    /// UTF-8 (also the fallback when nothing is declared; ASCII is a subset).
+    /// UTF-8 (also the fallback when nothing usable is declared; ASCII is a subset).
     Utf8,
-    /// ISO-8859-1, which browsers read as Windows-1252.
+    /// Windows-1252, which is also what browsers read ISO-8859-1 and ASCII labels as.
     Windows1252,
-    /// Anything else, decoded as UTF-8 with a warning.
-    Unsupported(String),
+    /// Any other encoding of the WHATWG Encoding Standard (Shift_JIS, ISO-8859-2,
+    /// UTF-16 …).
+    Other(&'static Encoding),
+}
+
+impl Charset {
+    /// The charset that decodes as `encoding`.
+    pub fn from_encoding(encoding: &'static Encoding) -> Self {
+        if encoding == UTF_8 {
+            Self::Utf8
+        } else if encoding == WINDOWS_1252 {
+            Self::Windows1252
+        } else {
+            Self::Other(encoding)
+        }
+    }
+
+    /// The encoding that decodes this charset.
+    pub fn encoding(self) -> &'static Encoding {
+        match self {
+            Self::Utf8 => UTF_8,
+            Self::Windows1252 => WINDOWS_1252,
+            Self::Other(encoding) => encoding,
+        }
+    }
+
+    /// Whether it is UTF-16, whose ASCII text is full of NUL bytes.
+    fn is_utf16(self) -> bool {
+        let encoding = self.encoding();
+        encoding == UTF_16LE || encoding == UTF_16BE
+    }
 }
 
 /// Why a body is not shown.
@@ -73,12 +104,9 @@ pub fn classify(content_type: Option<&str>, body: &[u8]) -> Result<Classified, N
         other => return Err(NotText::DeclaredBinary(other.to_owned())),
     };
     let shown_type = if media_type.is_empty() { "unknown".to_owned() } else { media_type.clone() };
-    let charset = match declared_charset.or_else(|| sniff_meta_charset(body)) {
-        Some(label) => charset_from_label(&label),
-        None => Charset::Utf8,
-    };
+    let charset = Charset::from_encoding(encoding_of(declared_charset.as_deref(), body));
     let sample = strip_bom(&body[..body.len().min(SNIFF_BYTES)]);
-    if looks_binary(sample, &charset, body.len() > SNIFF_BYTES) {
+    if looks_binary(sample, charset, body.len() > SNIFF_BYTES) {
         return Err(NotText::LooksBinary(shown_type));
     }
     let kind = kind.unwrap_or_else(|| sniff_kind(sample));
@@ -96,6 +124,25 @@ fn parse_content_type(value: &str) -> (String, Option<String>) {
     (media_type, charset.filter(|label| !label.is_empty()))
 }
 
+/// The encoding of `body`: its byte order mark wins (as in browsers: bytes don't lie,
+/// a server's default header does), then the header's `declared` label, then a
+/// `<meta>` declaration, then UTF-8. Labels the Encoding Standard doesn't know are
+/// passed over.
+fn encoding_of(declared: Option<&str>, body: &[u8]) -> &'static Encoding {
+    if let Some((encoding, _)) = Encoding::for_bom(body) {
+        return encoding;
+    }
+    if let Some(encoding) = declared.and_then(|label| Encoding::for_label(label.as_bytes())) {
+        return encoding;
+    }
+    match sniff_meta_charset(body).and_then(|label| Encoding::for_label(label.as_bytes())) {
+        // A page whose `<meta>` could be read as ASCII isn't UTF-16, whatever it says.
+        Some(encoding) if encoding == UTF_16LE || encoding == UTF_16BE => UTF_8,
+        Some(encoding) => encoding.output_encoding(),
+        None => UTF_8,
+    }
+}
+
 /// The `charset` an HTML page declares in its first kilobytes (`<meta charset=…>` or the
 /// `http-equiv` form).
 fn sniff_meta_charset(body: &[u8]) -> Option<String> {
@@ -109,20 +156,27 @@ fn sniff_meta_charset(body: &[u8]) -> Option<String> {
     (!label.is_empty()).then_some(label)
 }
 
-fn charset_from_label(label: &str) -> Charset {
-    match label {
-        "utf-8" | "utf8" | "unicode-1-1-utf-8" | "us-ascii" | "ascii" => Charset::Utf8,
-        "iso-8859-1" | "iso8859-1" | "latin1" | "l1" | "windows-1252" | "cp1252" | "x-cp1252" => Charset::Windows1252,
-        other => Charset::Unsupported(other.to_owned()),
+/// `bytes` without a byte order mark of any Unicode encoding.
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    match Encoding::for_bom(bytes) {
+        Some((_, length)) => &bytes[length..],
+        None => bytes,
     }
 }
 
-fn strip_bom(bytes: &[u8]) -> &[u8] {
-    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
-}
-
-/// NUL bytes, many control characters, or (for UTF-8) many invalid sequences.
-fn looks_binary(sample: &[u8], charset: &Charset, cut_short: bool) -> bool {
+/// NUL bytes, many control characters, or many invalid sequences.
+fn looks_binary(sample: &[u8], charset: Charset, cut_short: bool) -> bool {
+    if charset.is_utf16() {
+        // NUL bytes are how UTF-16 writes ASCII: judge the characters instead.
+        let (text, _) = charset.encoding().decode_without_bom_handling(sample);
+        let characters = text.chars().count();
+        let controls = text
+            .chars()
+            .filter(|character| character.is_control() && !matches!(character, '\t' | '\n' | '\r' | '\u{c}' | '\u{1b}'))
+            .count();
+        let invalid = text.matches('\u{FFFD}').count();
+        return text.contains('\0') || controls * 10 > characters || invalid * 20 > characters.max(1);
+    }
     if sample.contains(&0) {
         return true;
     }
@@ -131,8 +185,11 @@ fn looks_binary(sample: &[u8], charset: &Charset, cut_short: bool) -> bool {
     if controls * 10 > sample.len() {
         return true;
     }
-    if *charset != Charset::Utf8 {
-        return false;
+    if charset != Charset::Utf8 {
+        let (text, _) = charset.encoding().decode_without_bom_handling(sample);
+        // A multi-byte character cut by the sniff window's end is one replacement.
+        let invalid = text.matches('\u{FFFD}').count().saturating_sub(usize::from(cut_short));
+        return invalid * 20 > sample.len();
     }
     let mut invalid = 0;
     let mut chunks = sample.utf8_chunks().peekable();
@@ -161,19 +218,11 @@ fn sniff_kind(sample: &[u8]) -> Kind {
     }
 }
 
-/// `body` as a string in `charset`.
+/// `body` as a string in `charset` (without its byte order mark), malformed sequences
+/// replaced by U+FFFD.
 pub fn decode(body: &[u8], charset: &Charset) -> String {
-    let body = strip_bom(body);
-    match charset {
-        Charset::Utf8 | Charset::Unsupported(_) => String::from_utf8_lossy(body).into_owned(),
-        Charset::Windows1252 => body
-            .iter()
-            .map(|byte| match byte {
-                0x80..=0x9f => windows_1252_c1(*byte),
-                _ => char::from(*byte),
-            })
-            .collect(),
-    }
+    let (text, _) = charset.encoding().decode_without_bom_handling(strip_bom(body));
+    text.into_owned()
 }
 
 #[cfg(test)]
@@ -232,6 +281,62 @@ mod tests {
         assert_eq!(decode(body, &Charset::Windows1252), "café “quoted”");
         let meta = b"<html><head><meta charset=\"windows-1252\"></head><body>caf\xe9</body></html>";
         assert_eq!(classify(Some("text/html"), meta).map(|classified| classified.charset), Ok(Charset::Windows1252));
+    }
+
+    fn decoded(content_type: Option<&str>, body: &[u8]) -> String {
+        let classified = classify(content_type, body).unwrap_or_else(|refusal| panic!("{refusal:?}"));
+        decode(body, &classified.charset)
+    }
+
+    #[test]
+    fn shift_jis_decodes_by_the_header_or_the_meta_tag() {
+        // 日本語 in Shift_JIS.
+        let text = b"\x93\xfa\x96\x7b\x8c\xea";
+        assert_eq!(decoded(Some("text/plain; charset=Shift_JIS"), text), "日本語");
+        let page = [
+            b"<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=shift_jis\"></head><p>"
+                .as_slice(),
+            text,
+        ]
+        .concat();
+        assert_eq!(
+            decoded(Some("text/html"), &page),
+            "<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=shift_jis\"></head><p>日本語"
+        );
+    }
+
+    #[test]
+    fn central_european_pages_decode() {
+        // "Łódź, żółć" in ISO-8859-2 and in windows-1250.
+        assert_eq!(decoded(Some("text/plain; charset=iso-8859-2"), b"\xa3\xf3d\xbc, \xbf\xf3\xb3\xe6"), "Łódź, żółć");
+        let page = b"<meta charset='windows-1250'><p>\xa3\xf3d\x9f, \xbf\xf3\xb3\xe6";
+        assert_eq!(decoded(None, page), "<meta charset='windows-1250'><p>Łódź, żółć");
+    }
+
+    #[test]
+    fn utf16_with_a_byte_order_mark_is_text_not_binary() {
+        let mut little_endian = vec![0xFF, 0xFE];
+        little_endian.extend("<p>héllo 😀</p>".encode_utf16().flat_map(u16::to_le_bytes));
+        assert_eq!(kind(Some("text/html"), &little_endian), Ok(Kind::Html));
+        assert_eq!(decoded(Some("text/html"), &little_endian), "<p>héllo 😀</p>");
+        let mut big_endian = vec![0xFE, 0xFF];
+        big_endian.extend("plain".encode_utf16().flat_map(u16::to_be_bytes));
+        // The byte order mark outweighs a server's default header.
+        assert_eq!(decoded(Some("text/plain; charset=utf-8"), &big_endian), "plain");
+        assert_eq!(decoded(None, b"\xEF\xBB\xBFcaf\xc3\xa9"), "café");
+    }
+
+    #[test]
+    fn a_bogus_label_falls_back_to_the_meta_tag_then_utf8() {
+        let page = b"<meta charset=\"iso-8859-2\"><p>\xa3\xf3d\xbc";
+        assert_eq!(decoded(Some("text/html; charset=x-no-such-charset"), page), "<meta charset=\"iso-8859-2\"><p>Łódź");
+        assert_eq!(decoded(Some("text/plain; charset=bogus"), "żółć".as_bytes()), "żółć");
+        assert_eq!(
+            decoded(Some("text/plain; charset=bogus"), b"ok, mostly fine text \xff"),
+            "ok, mostly fine text \u{FFFD}"
+        );
+        let classified = classify(Some("text/plain; charset=bogus"), b"x").map(|classified| classified.charset);
+        assert_eq!(classified, Ok(Charset::Utf8));
     }
 
     #[test]

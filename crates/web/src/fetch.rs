@@ -288,9 +288,6 @@ fn render(body: &[u8], content_type: Option<&str>, url: &Url) -> Result<(String,
         title = document.title;
         text = document.markdown;
     }
-    if let content::Charset::Unsupported(label) = &classified.charset {
-        text.insert_str(0, &format!("[charset {label} is not supported; non-ASCII text may be garbled]\n\n"));
-    }
     Ok((classified.media_type, title, text))
 }
 

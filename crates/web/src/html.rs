@@ -1,13 +1,7 @@
-//! HTML reading for the web tools: a forgiving tokenizer and the conversion of pages to
-//! Markdown and of snippets to plain text (character references decode through core's
-//! [`squidbot_core::html_entities`]).
-//!
-//! Hand-written rather than a crate: the HTML-to-text crates sit on a full HTML5 parser
-//! whose generated tables and build-time code generation cost more compile time on two
-//! cores than this whole crate, and reading pages for a model needs none of its tree
-//! fidelity.
+//! HTML reading for the web tools, on core's one HTML reader ([`squidbot_core::html`]):
+//! pages to Markdown with links resolved against the page's address, snippets to one
+//! line of plain text.
 
 pub mod markdown;
-pub mod tokenizer;
 
 pub use markdown::{Document, collapse_whitespace, to_markdown, to_text};

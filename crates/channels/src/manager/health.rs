@@ -1,94 +1,13 @@
-//! Each channel's health as `status`, `/health` and `/metrics` report it: whether its
-//! receive loop runs, why it last failed, and what went through it.
+//! The book of each channel's health ([`ChannelHealth`]) as `status`, `/health` and
+//! `/metrics` report it: whether its receive loop runs, why it last failed, and what
+//! went through it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use squidbot_core::clock::Clock;
-
-/// Where a channel's receive loop is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChannelState {
-    /// Not started yet.
-    Starting,
-    /// Its receive loop is running.
-    Running,
-    /// It failed and is restarted after `retry_in`.
-    Restarting {
-        /// Failures in a row.
-        attempt: u32,
-        /// The wait before the restart.
-        retry_in: Duration,
-    },
-    /// It failed in a way a restart can't fix (credentials refused, bad settings).
-    Failed,
-    /// Stopped with the gateway.
-    Stopped,
-}
-
-impl ChannelState {
-    /// A one-word name: `starting`, `running`, `restarting`, `failed`, `stopped`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ChannelState::Starting => "starting",
-            ChannelState::Running => "running",
-            ChannelState::Restarting { .. } => "restarting",
-            ChannelState::Failed => "failed",
-            ChannelState::Stopped => "stopped",
-        }
-    }
-}
-
-/// One channel's health and counters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelHealth {
-    /// The channel's name.
-    pub name: String,
-    /// Where its receive loop is.
-    pub state: ChannelState,
-    /// The last failure, `can't …: …`.
-    pub last_error: Option<String>,
-    /// When the last failure happened.
-    pub last_error_at: Option<SystemTime>,
-    /// Restarts after failures since the gateway started.
-    pub restarts: u32,
-    /// Messages received (duplicates not counted).
-    pub received: u64,
-    /// Messages answered with a turn.
-    pub answered: u64,
-    /// Messages not answered under the access policy.
-    pub denied: u64,
-    /// Redelivered messages dropped.
-    pub duplicates: u64,
-    /// Messages and edits sent.
-    pub sent: u64,
-    /// Sends and edits that failed for good.
-    pub send_failures: u64,
-}
-
-impl ChannelHealth {
-    fn new(name: &str) -> Self {
-        Self {
-            name: name.to_owned(),
-            state: ChannelState::Starting,
-            last_error: None,
-            last_error_at: None,
-            restarts: 0,
-            received: 0,
-            answered: 0,
-            denied: 0,
-            duplicates: 0,
-            sent: 0,
-            send_failures: 0,
-        }
-    }
-
-    /// Whether the channel is up (its receive loop runs).
-    pub fn is_up(&self) -> bool {
-        self.state == ChannelState::Running
-    }
-}
+use squidbot_types::channel::{ChannelHealth, ChannelState};
 
 /// What happened to a message, for the counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,8 +29,10 @@ pub(super) struct HealthBook {
 }
 
 impl HealthBook {
-    pub(super) fn new(names: &[String], clock: Arc<dyn Clock>) -> Self {
-        let channels = names.iter().map(|name| (name.clone(), ChannelHealth::new(name))).collect();
+    /// The book of channels `names`, whose platforms are `kinds` (in the same order).
+    pub(super) fn new(names: &[String], kinds: &[String], clock: Arc<dyn Clock>) -> Self {
+        let channels =
+            names.iter().zip(kinds).map(|(name, kind)| (name.clone(), ChannelHealth::new(name, kind))).collect();
         Self { channels: Mutex::new(channels), order: names.to_vec(), clock }
     }
 

@@ -282,7 +282,7 @@ fn start(capabilities: Capabilities, steps: Vec<RunStep>, direct: DirectPolicy) 
     let settings = ManagerSettings { edit_interval: Duration::from_millis(500), ..ManagerSettings::default() };
     let manager = Arc::new(ChannelManager::new(
         runner.clone(),
-        vec![ChannelEntry { channel: channel.clone(), policy }],
+        vec![ChannelEntry { channel: channel.clone(), kind: "scripted".to_owned(), policy }],
         saved.clone(),
         Box::new(SeededRandom::new(1)),
         settings,
@@ -349,6 +349,7 @@ async fn an_owner_message_is_answered_once_and_a_redelivery_is_dropped() {
     let health = &harness.manager.health()[0];
     assert_eq!((health.received, health.duplicates, health.answered, health.sent), (1, 1, 1, 1));
     assert!(health.is_up());
+    assert_eq!(health.kind, "scripted");
     harness.stop().await;
 }
 

@@ -1,22 +1,31 @@
-//! A small CommonMark-ish parser for the Markdown models write: block structure
-//! (paragraphs, headings, fenced code, quotes, lists, rules) and inline spans, as a tree
-//! the renderers walk. Anything it does not recognise stays text.
+//! The model's Markdown as a tree the renderers walk: CommonMark with GFM tables and
+//! strikethrough, parsed by `pulldown-cmark`. Raw HTML is text here (chat platforms get
+//! no markup from the model except Markdown), nesting is capped so hostile input can't
+//! exhaust the stack, and links only keep what a chat message can show.
 
-use crate::markdown::inline::parse_inlines;
-use crate::split::{closes_fence, opening_fence};
+mod nesting;
 
-/// Deepest nesting of quotes and lists that is parsed; deeper markers stay text, so
-/// hostile input can't exhaust the stack.
+use std::ops::Range;
+
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd};
+
+use nesting::prepare;
+
+/// Deepest nesting of quotes and list items that is kept; deeper ones are flattened into
+/// their parent, so hostile input can't exhaust the stack.
 const MAX_BLOCK_DEPTH: usize = 16;
+/// Deepest nesting of emphasis spans and links; deeper markers are dropped, their text
+/// kept.
+const MAX_SPAN_DEPTH: usize = 32;
 
 /// A block of the document.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Block {
     /// Lines of text; line breaks are kept as `\n` inside the text.
     Paragraph(Vec<Inline>),
-    /// An ATX heading (`#` to `######`).
+    /// A heading (`#` to `######`, or underlined).
     Heading { level: u8, content: Vec<Inline> },
-    /// A fenced code block, its text verbatim.
+    /// A fenced or indented code block, its text verbatim.
     Code { language: Option<String>, text: String },
     /// A block quote.
     Quote(Vec<Block>),
@@ -24,6 +33,19 @@ pub(crate) enum Block {
     List { start: Option<u64>, items: Vec<Vec<Block>> },
     /// A thematic break (`---`).
     Rule,
+    /// A table: its header cells, its rows of cells, and each column's alignment.
+    Table(Table),
+}
+
+/// A GFM table.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Table {
+    /// How each column is aligned.
+    pub alignments: Vec<Alignment>,
+    /// The header row's cells.
+    pub head: Vec<Vec<Inline>>,
+    /// The body rows' cells.
+    pub rows: Vec<Vec<Vec<Inline>>>,
 }
 
 /// An inline span.
@@ -45,126 +67,25 @@ pub(crate) enum Inline {
 
 /// Parses a whole document.
 pub(crate) fn parse(text: &str) -> Vec<Block> {
-    let lines: Vec<String> = text.lines().map(expand_leading_tabs).collect();
-    parse_blocks(&lines, 0)
-}
-
-/// Leading tabs count as four spaces, so indentation can be measured in spaces.
-fn expand_leading_tabs(line: &str) -> String {
-    let rest = line.trim_start_matches([' ', '\t']);
-    let indentation = line.get(..line.len() - rest.len()).unwrap_or_default();
-    if !indentation.contains('\t') {
-        return line.to_owned();
+    let source = prepare(text);
+    // Subscript is on only so that `~one~` is not strikethrough: it becomes text again.
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_SUBSCRIPT;
+    let mut builder = Builder::new(&source);
+    for (event, range) in Parser::new_ext(&source, options).into_offset_iter() {
+        builder.event(event, range);
     }
-    let mut expanded: String =
-        indentation.chars().map(|character| if character == '\t' { "    " } else { " " }).collect();
-    expanded.push_str(rest);
-    expanded
+    builder.finish()
 }
 
-fn indentation(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
-}
-
-fn is_blank(line: &str) -> bool {
-    line.trim().is_empty()
-}
-
-/// `line` without up to `columns` leading spaces.
-fn strip_columns(line: &str, columns: usize) -> String {
-    let strip = indentation(line).min(columns);
-    line.get(strip..).unwrap_or_default().to_owned()
-}
-
-/// The level and text of an ATX heading line.
-fn heading(line: &str) -> Option<(u8, &str)> {
-    if indentation(line) > 3 {
-        return None;
-    }
-    let rest = line.trim_start();
-    let hashes = rest.chars().take_while(|character| *character == '#').count();
-    let level = u8::try_from(hashes).ok().filter(|level| (1..=6).contains(level))?;
-    let after = rest.get(hashes..)?;
-    if !after.is_empty() && !after.starts_with([' ', '\t']) {
-        return None;
-    }
-    let content = after.trim();
-    let without_closing = content.trim_end_matches('#');
-    let content = if without_closing.is_empty() {
-        ""
-    } else if without_closing.ends_with([' ', '\t']) {
-        without_closing.trim_end()
-    } else {
-        content
-    };
-    Some((level, content))
-}
-
-/// Whether `line` is a thematic break: three or more `-`, `*` or `_`, spaces allowed.
-fn is_rule(line: &str) -> bool {
-    indentation(line) <= 3 && squidbot_core::text::is_thematic_break(line)
-}
-
-/// The rest of a block-quote line after its `>` (and one optional space).
-fn quote_content(line: &str) -> Option<&str> {
-    if indentation(line) > 3 {
-        return None;
-    }
-    let rest = line.trim_start().strip_prefix('>')?;
-    Some(rest.strip_prefix(' ').unwrap_or(rest))
-}
-
-/// A list item's marker line.
-struct ListMarker {
-    /// Spaces before the marker.
-    indent: usize,
-    /// The number of an ordered item, `None` for a bullet.
-    number: Option<u64>,
-    /// Column where the item's content starts; continuation lines indented this far
-    /// belong to the item.
-    content_offset: usize,
-    /// The text after the marker.
-    content: String,
-}
-
-fn list_marker(line: &str) -> Option<ListMarker> {
-    let indent = indentation(line);
-    let rest = line.get(indent..)?;
-    let (number, marker_width) = if rest.starts_with(['-', '*', '+']) {
-        (None, 1)
-    } else {
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        if !(1..=9).contains(&digits) || !rest.get(digits..)?.starts_with(['.', ')']) {
-            return None;
+/// The text of an inline without its markup.
+pub(crate) fn plain_text(inline: &Inline) -> String {
+    match inline {
+        Inline::Text(text) | Inline::Code(text) => text.clone(),
+        Inline::Strong(children) | Inline::Emphasis(children) | Inline::Strike(children) => {
+            children.iter().map(plain_text).collect()
         }
-        (Some(rest.get(..digits)?.parse::<u64>().ok()?), digits + 1)
-    };
-    let after = rest.get(marker_width..)?;
-    if !after.is_empty() && !after.starts_with(' ') {
-        return None;
+        Inline::Link { content, .. } => content.iter().map(plain_text).collect(),
     }
-    let spaces = indentation(after);
-    // Content indented five or more spaces would be indented code in CommonMark; here
-    // it is text that starts one space after the marker.
-    let spaces = if spaces == 0 || spaces > 4 || spaces == after.len() { 1 } else { spaces };
-    Some(ListMarker {
-        indent,
-        number,
-        content_offset: indent + marker_width + spaces,
-        content: after.trim_start().to_owned(),
-    })
-}
-
-/// Whether `line` starts a block that interrupts a paragraph.
-fn starts_block(line: &str, depth: usize) -> bool {
-    opening_fence(line).is_some()
-        || heading(line).is_some()
-        || is_rule(line)
-        || (depth < MAX_BLOCK_DEPTH
-            && (quote_content(line).is_some()
-                // As in CommonMark, only a list starting at 1 interrupts a paragraph, so
-                // "in\n2024. We" stays one paragraph.
-                || list_marker(line).is_some_and(|marker| marker.indent <= 3 && marker.number.is_none_or(|n| n == 1))))
 }
 
 /// Keeps only characters that are safe in a class name and on every platform's fence.
@@ -178,227 +99,384 @@ fn language_of(info: &str) -> Option<String> {
     (!language.is_empty()).then_some(language)
 }
 
-fn parse_blocks(lines: &[String], depth: usize) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut index = 0;
-    while let Some(line) = lines.get(index) {
-        if is_blank(line) {
-            index += 1;
-            continue;
-        }
-        if let Some(fence) = opening_fence(line) {
-            let indent = indentation(line);
-            let mut body = Vec::new();
-            index += 1;
-            while let Some(inner) = lines.get(index) {
-                index += 1;
-                if closes_fence(inner, &fence) {
-                    break;
-                }
-                body.push(strip_columns(inner, indent));
-            }
-            blocks.push(Block::Code { language: language_of(&fence.info), text: body.join("\n") });
-            continue;
-        }
-        if let Some((level, content)) = heading(line) {
-            blocks.push(Block::Heading { level, content: parse_inlines(content) });
-            index += 1;
-            continue;
-        }
-        if is_rule(line) {
-            blocks.push(Block::Rule);
-            index += 1;
-            continue;
-        }
-        if depth < MAX_BLOCK_DEPTH {
-            if quote_content(line).is_some() {
-                let (inner, next) = collect_quote(lines, index, depth);
-                blocks.push(Block::Quote(parse_blocks(&inner, depth + 1)));
-                index = next;
-                continue;
-            }
-            if list_marker(line).is_some_and(|marker| marker.indent <= 3) {
-                let (list, next) = parse_list(lines, index, depth);
-                blocks.push(list);
-                index = next;
-                continue;
-            }
-        }
-        let mut paragraph = vec![line.trim()];
-        index += 1;
-        while let Some(next) = lines.get(index) {
-            if is_blank(next) || starts_block(next, depth) {
-                break;
-            }
-            paragraph.push(next.trim());
-            index += 1;
-        }
-        blocks.push(Block::Paragraph(parse_inlines(&paragraph.join("\n"))));
-    }
-    blocks
+/// Whether a link to `url` may be shown as one (others stay as written).
+fn is_web_or_mail(url: &str) -> bool {
+    let lowercase = url.to_ascii_lowercase();
+    ["http://", "https://", "mailto:"].iter().any(|scheme| lowercase.starts_with(scheme))
 }
 
-/// The lines of the quote starting at `start`, without their markers, and the index
-/// after it. A non-blank line that starts no other block continues the quote (lazily).
-fn collect_quote(lines: &[String], start: usize, depth: usize) -> (Vec<String>, usize) {
-    let mut inner: Vec<String> = Vec::new();
-    let mut index = start;
-    while let Some(line) = lines.get(index) {
-        if let Some(content) = quote_content(line) {
-            inner.push(content.to_owned());
-        } else if !is_blank(line) && !starts_block(line, depth) && inner.last().is_some_and(|last| !is_blank(last)) {
-            inner.push(line.trim().to_owned());
+/// What holds blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockHolder {
+    Document,
+    Quote,
+    Item,
+}
+
+/// What holds inlines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum InlineHolder {
+    Paragraph,
+    /// The text of a tight list item, which comes without a paragraph around it.
+    ImplicitParagraph,
+    Heading(u8),
+    Strong,
+    Emphasis,
+    Strike,
+    /// `~text~`, shown as written.
+    Tilde,
+    Link(String),
+    Cell,
+}
+
+/// Something being built.
+#[derive(Debug)]
+enum Frame {
+    Blocks(BlockHolder, Vec<Block>),
+    List(Option<u64>, Vec<Vec<Block>>),
+    Inlines(InlineHolder, Vec<Inline>),
+    Code(Option<String>, String),
+    /// An HTML block, kept as the text it is.
+    Html(String),
+    Table(Table, Vec<Vec<Inline>>),
+}
+
+/// Which row of a table ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowKind {
+    Head,
+    Body,
+}
+
+/// What the end of an element does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closing {
+    /// Its frame is finished.
+    Frame,
+    /// It made no frame (too deep, or an image inside a link).
+    Nothing,
+}
+
+/// Turns the parser's events into the tree.
+struct Builder<'a> {
+    source: &'a str,
+    frames: Vec<Frame>,
+    closings: Vec<Closing>,
+    /// Inside a link shown as written: how many of its elements are open.
+    literal_depth: usize,
+}
+
+impl<'a> Builder<'a> {
+    fn new(source: &'a str) -> Self {
+        Self {
+            source,
+            frames: vec![Frame::Blocks(BlockHolder::Document, Vec::new())],
+            closings: Vec::new(),
+            literal_depth: 0,
+        }
+    }
+
+    fn block_depth(&self) -> usize {
+        self.frames
+            .iter()
+            .filter(|frame| matches!(frame, Frame::Blocks(BlockHolder::Quote | BlockHolder::Item, _)))
+            .count()
+    }
+
+    fn span_depth(&self) -> usize {
+        self.frames
+            .iter()
+            .filter(|frame| {
+                matches!(
+                    frame,
+                    Frame::Inlines(
+                        InlineHolder::Strong | InlineHolder::Emphasis | InlineHolder::Strike | InlineHolder::Link(_),
+                        _
+                    )
+                )
+            })
+            .count()
+    }
+
+    fn in_link(&self) -> bool {
+        self.frames.iter().any(|frame| matches!(frame, Frame::Inlines(InlineHolder::Link(_), _)))
+    }
+
+    fn open(&mut self, frame: Frame) {
+        self.frames.push(frame);
+        self.closings.push(Closing::Frame);
+    }
+
+    fn open_nothing(&mut self) {
+        self.closings.push(Closing::Nothing);
+    }
+
+    fn event(&mut self, event: Event<'_>, range: Range<usize>) {
+        if self.literal_depth > 0 {
+            match event {
+                Event::Start(_) => self.literal_depth += 1,
+                Event::End(_) => self.literal_depth -= 1,
+                _ => {}
+            }
+            return;
+        }
+        match event {
+            Event::Start(tag) => self.start(tag, range),
+            Event::End(tag) => self.end(tag),
+            Event::Text(text) => self.text(&text),
+            Event::Code(code) => self.inline(Inline::Code(code.into_string())),
+            Event::Html(html) => match self.frames.last_mut() {
+                Some(Frame::Html(text)) => text.push_str(&html),
+                _ => self.text(&html),
+            },
+            Event::InlineHtml(html) | Event::InlineMath(html) | Event::DisplayMath(html) => self.text(&html),
+            Event::FootnoteReference(_) | Event::TaskListMarker(_) => {
+                self.text(self.source.get(range).unwrap_or_default())
+            }
+            Event::SoftBreak | Event::HardBreak => self.text("\n"),
+            Event::Rule => {
+                self.close_implicit_paragraph();
+                self.block(Block::Rule);
+            }
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>, range: Range<usize>) {
+        let is_inline = matches!(
+            tag,
+            Tag::Emphasis
+                | Tag::Strong
+                | Tag::Strikethrough
+                | Tag::Subscript
+                | Tag::Superscript
+                | Tag::Link { .. }
+                | Tag::Image { .. }
+        );
+        if is_inline {
+            self.ensure_inline_holder();
         } else {
-            break;
+            self.close_implicit_paragraph();
         }
-        index += 1;
+        let too_deep = self.span_depth() >= MAX_SPAN_DEPTH;
+        match tag {
+            Tag::Paragraph => self.open(Frame::Inlines(InlineHolder::Paragraph, Vec::new())),
+            Tag::Heading { level, .. } => {
+                self.open(Frame::Inlines(InlineHolder::Heading(level as u8), Vec::new()));
+            }
+            Tag::BlockQuote(_) if self.block_depth() < MAX_BLOCK_DEPTH => {
+                self.open(Frame::Blocks(BlockHolder::Quote, Vec::new()));
+            }
+            Tag::List(start) if self.block_depth() < MAX_BLOCK_DEPTH => self.open(Frame::List(start, Vec::new())),
+            Tag::Item if matches!(self.frames.last(), Some(Frame::List(..))) => {
+                self.open(Frame::Blocks(BlockHolder::Item, Vec::new()));
+            }
+            Tag::BlockQuote(_) | Tag::List(_) | Tag::Item => self.open_nothing(),
+            Tag::CodeBlock(kind) => {
+                let language = match kind {
+                    CodeBlockKind::Fenced(info) => language_of(&info),
+                    CodeBlockKind::Indented => None,
+                };
+                self.open(Frame::Code(language, String::new()));
+            }
+            Tag::HtmlBlock => self.open(Frame::Html(String::new())),
+            Tag::Table(alignments) => {
+                self.open(Frame::Table(Table { alignments, head: Vec::new(), rows: Vec::new() }, Vec::new()));
+            }
+            Tag::TableHead | Tag::TableRow => self.open_nothing(),
+            Tag::TableCell => self.open(Frame::Inlines(InlineHolder::Cell, Vec::new())),
+            Tag::Emphasis | Tag::Strong | Tag::Strikethrough if too_deep => self.open_nothing(),
+            Tag::Emphasis => self.open(Frame::Inlines(InlineHolder::Emphasis, Vec::new())),
+            Tag::Strong => self.open(Frame::Inlines(InlineHolder::Strong, Vec::new())),
+            Tag::Strikethrough => self.open(Frame::Inlines(InlineHolder::Strike, Vec::new())),
+            Tag::Subscript => self.open(Frame::Inlines(InlineHolder::Tilde, Vec::new())),
+            // An image in a link is its alt text: a link can't hold another.
+            Tag::Image { .. } if self.in_link() || too_deep => self.open_nothing(),
+            Tag::Link { link_type, dest_url, .. } | Tag::Image { link_type, dest_url, .. } => {
+                let url = match link_type {
+                    LinkType::Email => format!("mailto:{dest_url}"),
+                    _ => dest_url.into_string(),
+                };
+                let shown_as_written = url.is_empty() || (link_type == LinkType::Autolink && !is_web_or_mail(&url));
+                if shown_as_written || too_deep {
+                    self.text(self.source.get(range).unwrap_or_default());
+                    self.literal_depth = 1;
+                } else {
+                    self.open(Frame::Inlines(InlineHolder::Link(url), Vec::new()));
+                }
+            }
+            // Not enabled; kept as plain content if they ever come.
+            Tag::Superscript
+            | Tag::FootnoteDefinition(_)
+            | Tag::DefinitionList
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition
+            | Tag::MetadataBlock(_) => self.open_nothing(),
+        }
     }
-    (inner, index)
+
+    fn end(&mut self, tag: TagEnd) {
+        let is_inline = matches!(
+            tag,
+            TagEnd::Emphasis
+                | TagEnd::Strong
+                | TagEnd::Strikethrough
+                | TagEnd::Subscript
+                | TagEnd::Superscript
+                | TagEnd::Link
+                | TagEnd::Image
+        );
+        if !is_inline {
+            self.close_implicit_paragraph();
+        }
+        if self.closings.pop() == Some(Closing::Frame)
+            && let Some(frame) = self.frames.pop()
+        {
+            self.finish_frame(frame);
+        }
+        match tag {
+            TagEnd::TableHead => self.end_row(RowKind::Head),
+            TagEnd::TableRow => self.end_row(RowKind::Body),
+            _ => {}
+        }
+    }
+
+    /// Adds a finished frame to the one it belongs to.
+    fn finish_frame(&mut self, frame: Frame) {
+        match frame {
+            Frame::Blocks(BlockHolder::Document, blocks) => {
+                self.frames.push(Frame::Blocks(BlockHolder::Document, blocks))
+            }
+            Frame::Blocks(BlockHolder::Quote, blocks) => self.block(Block::Quote(blocks)),
+            Frame::Blocks(BlockHolder::Item, blocks) => {
+                if let Some(Frame::List(_, items)) = self.frames.last_mut() {
+                    items.push(blocks);
+                }
+            }
+            Frame::List(start, items) => self.block(Block::List { start, items }),
+            Frame::Inlines(holder, inlines) => {
+                let inlines = merge_text(inlines);
+                match holder {
+                    InlineHolder::Paragraph | InlineHolder::ImplicitParagraph => {
+                        if !inlines.is_empty() {
+                            self.block(Block::Paragraph(inlines));
+                        }
+                    }
+                    InlineHolder::Heading(level) => self.block(Block::Heading { level, content: inlines }),
+                    InlineHolder::Strong => self.inline(Inline::Strong(inlines)),
+                    InlineHolder::Emphasis => self.inline(Inline::Emphasis(inlines)),
+                    InlineHolder::Strike => self.inline(Inline::Strike(inlines)),
+                    InlineHolder::Tilde => {
+                        self.inline(Inline::Text("~".to_owned()));
+                        for inline in inlines {
+                            self.inline(inline);
+                        }
+                        self.inline(Inline::Text("~".to_owned()));
+                    }
+                    InlineHolder::Link(url) => self.inline(Inline::Link { content: inlines, url }),
+                    InlineHolder::Cell => {
+                        if let Some(Frame::Table(_, row)) = self.frames.last_mut() {
+                            row.push(inlines);
+                        }
+                    }
+                }
+            }
+            Frame::Code(language, mut text) => {
+                if text.ends_with('\n') {
+                    text.pop();
+                }
+                self.block(Block::Code { language, text });
+            }
+            Frame::Html(text) => {
+                let text = text.trim_end_matches('\n');
+                if !text.is_empty() {
+                    self.block(Block::Paragraph(vec![Inline::Text(text.to_owned())]));
+                }
+            }
+            Frame::Table(table, _) => self.block(Block::Table(table)),
+        }
+    }
+
+    /// Ends a table row (the header's or a body row): its cells were collected in the
+    /// table's frame.
+    fn end_row(&mut self, kind: RowKind) {
+        if let Some(Frame::Table(table, row)) = self.frames.last_mut() {
+            let cells = std::mem::take(row);
+            match kind {
+                RowKind::Head => table.head = cells,
+                RowKind::Body => table.rows.push(cells),
+            }
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.frames.last_mut() {
+            Some(Frame::Code(_, code)) => code.push_str(text),
+            Some(Frame::Html(html)) => html.push_str(text),
+            _ => self.inline(Inline::Text(text.to_owned())),
+        }
+    }
+
+    /// Makes sure the innermost frame takes inlines: a tight list item's text comes
+    /// without a paragraph.
+    fn ensure_inline_holder(&mut self) {
+        if !matches!(self.frames.last(), Some(Frame::Inlines(..))) {
+            self.frames.push(Frame::Inlines(InlineHolder::ImplicitParagraph, Vec::new()));
+        }
+    }
+
+    fn close_implicit_paragraph(&mut self) {
+        if matches!(self.frames.last(), Some(Frame::Inlines(InlineHolder::ImplicitParagraph, _)))
+            && let Some(frame) = self.frames.pop()
+        {
+            self.finish_frame(frame);
+        }
+    }
+
+    fn inline(&mut self, inline: Inline) {
+        self.ensure_inline_holder();
+        if let Some(Frame::Inlines(_, inlines)) = self.frames.last_mut() {
+            inlines.push(inline);
+        }
+    }
+
+    fn block(&mut self, block: Block) {
+        match self.frames.last_mut() {
+            Some(Frame::Blocks(_, blocks)) => blocks.push(block),
+            // Blocks only end up in lists and tables through their items and cells.
+            Some(Frame::List(..) | Frame::Table(..) | Frame::Inlines(..) | Frame::Code(..) | Frame::Html(_)) | None => {
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<Block> {
+        self.close_implicit_paragraph();
+        while self.frames.len() > 1 {
+            if let Some(frame) = self.frames.pop() {
+                self.finish_frame(frame);
+            }
+        }
+        match self.frames.pop() {
+            Some(Frame::Blocks(_, blocks)) => blocks,
+            _ => Vec::new(),
+        }
+    }
 }
 
-/// The list starting at `start` and the index after it.
-fn parse_list(lines: &[String], start: usize, depth: usize) -> (Block, usize) {
-    let first = lines.get(start).and_then(|line| list_marker(line));
-    let ordered = first.as_ref().is_some_and(|marker| marker.number.is_some());
-    let list_start = first.and_then(|marker| marker.number);
-    let same_list =
-        |line: &String| list_marker(line).filter(|marker| marker.indent <= 3 && marker.number.is_some() == ordered);
-    let mut items = Vec::new();
-    let mut index = start;
-    while let Some(marker) = lines.get(index).and_then(same_list) {
-        let mut item_lines = vec![marker.content.clone()];
-        index += 1;
-        while let Some(line) = lines.get(index) {
-            if is_blank(line) {
-                // Blank lines belong to the item only when indented content follows.
-                let next = lines.iter().skip(index).position(|next| !is_blank(next)).map(|offset| index + offset);
-                match next.and_then(|next| lines.get(next).map(|line| (next, line))) {
-                    Some((next, line)) if indentation(line) >= marker.content_offset => {
-                        item_lines.extend(std::iter::repeat_n(String::new(), next - index));
-                        index = next;
-                        continue;
-                    }
-                    Some(_) | None => break,
-                }
-            }
-            let indent = indentation(line);
-            if indent >= marker.content_offset {
-                item_lines.push(strip_columns(line, marker.content_offset));
-            } else if list_marker(line).is_some() {
-                // A marker indented less than the content but more than this item's
-                // marker is still a nested list (models often indent by two).
-                if indent <= marker.indent {
-                    break;
-                }
-                item_lines.push(strip_columns(line, indent));
-            } else if item_lines.last().is_some_and(|last| !is_blank(last)) && !starts_block(line, depth) {
-                item_lines.push(line.trim().to_owned());
-            } else {
-                break;
-            }
-            index += 1;
-        }
-        items.push(parse_blocks(&item_lines, depth + 1));
-        // A blank line between two items keeps the list going.
-        let next =
-            lines.iter().skip(index).position(|line| !is_blank(line)).map_or(lines.len(), |offset| index + offset);
-        if next > index && lines.get(next).and_then(same_list).is_some() {
-            index = next;
+/// Joins neighbouring text nodes and drops empty ones.
+fn merge_text(inlines: Vec<Inline>) -> Vec<Inline> {
+    let mut merged: Vec<Inline> = Vec::new();
+    for inline in inlines {
+        match (merged.last_mut(), inline) {
+            (_, Inline::Text(text)) if text.is_empty() => {}
+            (Some(Inline::Text(previous)), Inline::Text(text)) => previous.push_str(&text),
+            (_, inline) => merged.push(inline),
         }
     }
-    (Block::List { start: list_start, items }, index)
+    merged
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn text(value: &str) -> Inline {
-        Inline::Text(value.to_owned())
-    }
-
-    fn paragraph(value: &str) -> Block {
-        Block::Paragraph(vec![text(value)])
-    }
-
-    #[test]
-    fn blocks_of_every_kind_are_recognised() {
-        let document =
-            "# Title #\n\nSome text\nmore text\n\n```rust\nlet a = 1;\n```\n\n> quoted\n> lines\n\n---\n\n- one\n- two";
-        assert_eq!(
-            parse(document),
-            vec![
-                Block::Heading { level: 1, content: vec![text("Title")] },
-                paragraph("Some text\nmore text"),
-                Block::Code { language: Some("rust".to_owned()), text: "let a = 1;".to_owned() },
-                Block::Quote(vec![paragraph("quoted\nlines")]),
-                Block::Rule,
-                Block::List { start: None, items: vec![vec![paragraph("one")], vec![paragraph("two")]] },
-            ]
-        );
-    }
-
-    #[test]
-    fn lists_nest_by_indentation_and_keep_their_start() {
-        let document = "3. first\n   - inner a\n   - inner b\n4. second\n\n5. third";
-        let inner = Block::List { start: None, items: vec![vec![paragraph("inner a")], vec![paragraph("inner b")]] };
-        assert_eq!(
-            parse(document),
-            vec![Block::List {
-                start: Some(3),
-                items: vec![vec![paragraph("first"), inner], vec![paragraph("second")], vec![paragraph("third")]],
-            }]
-        );
-    }
-
-    #[test]
-    fn two_space_nesting_under_a_numbered_item_is_accepted() {
-        let document = "1. first\n  - inner\n2. second";
-        let Block::List { items, .. } = &parse(document)[0] else { panic!("not a list") };
-        assert_eq!(items.len(), 2);
-        assert!(matches!(items[0].get(1), Some(Block::List { start: None, .. })), "{items:?}");
-    }
-
-    #[test]
-    fn a_list_interrupts_a_paragraph_but_a_year_does_not() {
-        assert_eq!(parse("Items:\n- a").len(), 2);
-        assert_eq!(parse("It was in\n2024. We met.").len(), 1);
-    }
-
-    #[test]
-    fn unclosed_fences_run_to_the_end_and_tildes_work() {
-        assert_eq!(parse("~~~\ncode\n\nmore"), vec![Block::Code { language: None, text: "code\n\nmore".to_owned() }]);
-    }
-
-    #[test]
-    fn not_headings_rules_or_lists() {
-        assert_eq!(parse("#hashtag"), vec![paragraph("#hashtag")]);
-        assert_eq!(parse("-5 degrees"), vec![paragraph("-5 degrees")]);
-        assert_eq!(parse("--"), vec![paragraph("--")]);
-        assert_eq!(parse("####### seven"), vec![paragraph("####### seven")]);
-    }
-
-    #[test]
-    fn code_fence_languages_are_sanitised() {
-        assert_eq!(language_of("c++ extra"), Some("c++".to_owned()));
-        assert_eq!(language_of("\"><script>"), Some("script".to_owned()));
-        assert_eq!(language_of("\"<>\""), None);
-    }
-
-    #[test]
-    fn deep_quote_nesting_stops_at_the_limit() {
-        let document = ">".repeat(10_000) + " deep";
-        let mut blocks = parse(&document);
-        let mut depth = 0;
-        while let [Block::Quote(inner)] = blocks.as_slice() {
-            blocks = inner.clone();
-            depth += 1;
-        }
-        assert_eq!(depth, MAX_BLOCK_DEPTH);
-    }
-
-    #[test]
-    fn tabs_indent_like_four_spaces() {
-        assert_eq!(expand_leading_tabs("\t- a\tb"), "    - a\tb");
-    }
-}
+mod tests;

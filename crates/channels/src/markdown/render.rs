@@ -1,8 +1,10 @@
 //! Writing the parsed Markdown tree in each platform's format, with the escaping each
 //! one requires.
 
+mod table;
+
 use crate::markdown::MarkdownFlavor;
-use crate::markdown::parse::{Block, Inline};
+use crate::markdown::parse::{Block, Inline, Table};
 
 /// Where in the document rendering is, for the rules that depend on it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -73,6 +75,7 @@ impl Renderer {
             Block::Code { language, text } => self.code_block(language.as_deref(), text, context),
             Block::Quote(inner) => self.quote(inner, context),
             Block::List { start, items } => self.list(*start, items, context),
+            Block::Table(table) => self.table(table, context),
             Block::Rule => match self.flavor {
                 MarkdownFlavor::MatrixHtml => "<hr>".to_owned(),
                 MarkdownFlavor::PlainText => "---".to_owned(),
@@ -99,6 +102,22 @@ impl Renderer {
                 format!("```{}\n{text}\n```", language.unwrap_or_default())
             }
             (MarkdownFlavor::PlainText, _) => text.to_owned(),
+        }
+    }
+
+    /// A table: real HTML for Matrix, aligned columns in a code block elsewhere (in
+    /// plain text and inside Telegram quotes, which can't hold `<pre>`, without one).
+    fn table(&self, table: &Table, context: Context) -> String {
+        if self.flavor == MarkdownFlavor::MatrixHtml {
+            return table::html(table, &|cell| self.inlines(cell, context));
+        }
+        let text = table::aligned_text(table);
+        match self.flavor {
+            MarkdownFlavor::TelegramHtml if context.in_quote => escape_html(&text),
+            MarkdownFlavor::TelegramHtml => format!("<pre>{}</pre>", escape_html(&text)),
+            MarkdownFlavor::SlackMrkdwn => format!("```\n{}\n```", escape_slack(&text)),
+            MarkdownFlavor::DiscordMarkdown => format!("```\n{}\n```", text.replace("```", "`\u{200B}``")),
+            MarkdownFlavor::PlainText | MarkdownFlavor::MatrixHtml => text,
         }
     }
 
@@ -160,7 +179,7 @@ impl Renderer {
             let mut body_lines = Vec::new();
             for block in item {
                 // Telegram and Slack would show a code block's indentation as code.
-                let indented = !(matches!(block, Block::Code { .. })
+                let indented = !(matches!(block, Block::Code { .. } | Block::Table(_))
                     && matches!(self.flavor, MarkdownFlavor::TelegramHtml | MarkdownFlavor::SlackMrkdwn));
                 let rendered = self.block(block, item_context);
                 if !rendered.is_empty() {

@@ -292,3 +292,55 @@ fn plain_text_keeps_every_word() {
         assert_eq!(words(&rendered), words(&input), "{rendered:?} from {input:?}");
     }
 }
+
+/// A table with alignment, markup, a link, a wide character and HTML's special characters.
+const TABLE: &str = "Stock:\n\n| Fruit | Qty | Note |\n|:--|--:|:-:|\n| **Apple** | 3 | [site](https://a.test) |\n| Kiwi 🥝 | 12 | a<b & c |";
+
+/// [`TABLE`] as aligned columns, before the platform's escaping.
+const ALIGNED: &str = "Fruit   | Qty |         Note\n\
+                       --------|-----|----------------------\n\
+                       Apple   |   3 | site (https://a.test)\n\
+                       Kiwi 🥝 |  12 |        a<b & c";
+
+#[test]
+fn telegram_tables_are_aligned_in_pre() {
+    let escaped = ALIGNED.replace('&', "&amp;").replace('<', "&lt;");
+    assert_eq!(render(TABLE, TelegramHtml), format!("Stock:\n\n<pre>{escaped}</pre>"));
+    assert_eq!(
+        render("> | a | b |\n> |---|---|\n> | 1 | 2 |", TelegramHtml),
+        "<blockquote>a | b\n--|--\n1 | 2</blockquote>"
+    );
+    assert_eq!(
+        render("- item\n\n  | a | b |\n  |---|---|\n  | 1 | 2 |", TelegramHtml),
+        "• item\n<pre>a | b\n--|--\n1 | 2</pre>"
+    );
+}
+
+#[test]
+fn slack_tables_are_aligned_in_a_code_block() {
+    let escaped = ALIGNED.replace('&', "&amp;").replace('<', "&lt;");
+    assert_eq!(render(TABLE, SlackMrkdwn), format!("Stock:\n\n```\n{escaped}\n```"));
+}
+
+#[test]
+fn discord_tables_are_aligned_in_a_code_block() {
+    assert_eq!(render(TABLE, DiscordMarkdown), format!("Stock:\n\n```\n{ALIGNED}\n```"));
+    assert_eq!(render("| a |\n|---|\n| ``` |", DiscordMarkdown), "```\na\n---\n`\u{200B}``\n```");
+}
+
+#[test]
+fn matrix_tables_are_html_tables() {
+    assert_eq!(
+        render(TABLE, MatrixHtml),
+        "<p>Stock:</p>\n<table>\n<thead>\n<tr><th>Fruit</th><th>Qty</th><th>Note</th></tr>\n</thead>\n<tbody>\n\
+         <tr><td><strong>Apple</strong></td><td>3</td><td><a href=\"https://a.test\">site</a></td></tr>\n\
+         <tr><td>Kiwi 🥝</td><td>12</td><td>a&lt;b &amp; c</td></tr>\n</tbody>\n</table>"
+    );
+    assert_eq!(render("| a |\n|---|", MatrixHtml), "<table>\n<thead>\n<tr><th>a</th></tr>\n</thead>\n</table>");
+}
+
+#[test]
+fn plain_text_tables_are_aligned_columns() {
+    assert_eq!(render(TABLE, PlainText), format!("Stock:\n\n{ALIGNED}"));
+    assert_eq!(render("| a | b |\n|---|---|\n| 1 |", PlainText), "a | b\n--|--\n1");
+}

@@ -44,6 +44,7 @@ impl Agent {
             }
         };
         self.record(session, vec![body], Durability::Synced).await?;
+        session.release_compacted();
         events.notice(&format!("condensed {} older messages into a summary", plan.condensed));
         Ok(())
     }
@@ -65,6 +66,7 @@ impl Agent {
         let Some(plan) = compactor::plan(session, window, overhead, pressure) else { return Ok(()) };
         if pressure == Pressure::Emergency {
             self.record(session, vec![compactor::truncation(&plan)], Durability::Synced).await?;
+            session.release_compacted();
             events.notice(&format!(
                 "the conversation filled the context window; {} older messages were dropped from what the model sees",
                 plan.condensed

@@ -79,4 +79,9 @@ impl SessionStore for MemorySessionStore {
             })
             .collect())
     }
+
+    async fn remove<'a>(&'a self, key: &'a str) -> Result<bool, StoreError> {
+        let mut sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
+        Ok(sessions.remove(key).is_some())
+    }
 }

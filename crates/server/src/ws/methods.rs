@@ -290,7 +290,13 @@ pub(super) async fn call(
             Ok(jobs) => super::cron::run(jobs, request).await,
             Err(error) => Err(error),
         },
-        Request::ConfigGet => Ok(json!({"config": gateway.services.config})),
+        Request::ConfigGet => {
+            let config = serde_json::to_value(&gateway.services.config).unwrap_or_else(|error| {
+                tracing::warn!(%error, "can't serialize the configuration for config.get; answering null");
+                Value::Null
+            });
+            Ok(json!({"config": config}))
+        }
         Request::ModelsList => {
             Ok(json!({"models": gateway.models.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()}))
         }
@@ -325,10 +331,10 @@ async fn status(connection: &Connection) -> Value {
         "uptimeMs": gauges.uptime.as_millis() as u64,
         "model": gateway.runner.agent().settings().model,
         "providers": gateway.services.providers,
-        "channels": crate::channels::views(gateway).iter().map(crate::channels::ChannelView::json).collect::<Vec<_>>(),
+        "channels": crate::channels::views(gateway).iter().map(crate::channels::channel_json).collect::<Vec<_>>(),
         "channelSummary": crate::channels::views(gateway)
             .iter()
-            .map(|channel| format!("{} ({}): {}", channel.name, channel.kind, channel.state))
+            .map(|channel| format!("{} ({}): {}", channel.name, channel.kind, channel.state.describe()))
             .collect::<Vec<_>>(),
         "usage": {"turns": turns, "inputTokens": input, "outputTokens": output},
         "sessionsOpen": gauges.open_sessions,

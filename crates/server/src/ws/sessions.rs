@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use squidbot_core::session::Session;
 use squidbot_types::session::SessionEntry;
 
 use super::Connection;
@@ -68,6 +69,25 @@ pub(super) async fn entries(connection: &Connection, key: &str) -> Result<Option
     // A running turn holds the lock; then the stored copy (which lags by at most the
     // entries of that turn) is shown instead of waiting.
     let (entries, leaf, active) = match session.try_lock() {
+        Ok(session) if session.is_partial() => {
+            // The open session holds only what the model sees; the store has the rest, and
+            // the open one anything written since without a sync.
+            let leaf = session.leaf().map(str::to_owned);
+            let mut whole = Session::from_loaded(stored);
+            for entry in session.entries() {
+                if whole.entry(&entry.id).is_none() {
+                    whole.append_loaded(entry.clone());
+                }
+            }
+            match &leaf {
+                Some(leaf) => {
+                    whole.checkout(leaf);
+                }
+                None => whole.start_new_branch(),
+            }
+            let active = whole.active_path().iter().map(|entry| entry.id.clone()).collect();
+            (whole.entries().to_vec(), leaf, Some(active))
+        }
         Ok(session) => (
             session.entries().to_vec(),
             session.leaf().map(str::to_owned),

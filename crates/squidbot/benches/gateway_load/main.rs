@@ -101,6 +101,9 @@ fn run() -> Result<()> {
         startup_phase(&settings, work.path())?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("can't start tokio")?;
+    if settings.runs("idle") {
+        runtime.block_on(idle_phase(work.path()))?;
+    }
     if settings.runs("relay") {
         runtime.block_on(relay_phase(&settings, work.path()))?;
     }
@@ -187,6 +190,17 @@ async fn relay_phase(settings: &Settings, work: &std::path::Path) -> Result<()> 
     report_problems("gateway", &home.log());
     report_problems("provider", &work.join("provider-relay.log"));
     drop(gateway);
+    Ok(())
+}
+
+/// The resident memory of a gateway that has started and done nothing, alone (the load
+/// phase reports it too, before its clients connect).
+async fn idle_phase(work: &std::path::Path) -> Result<()> {
+    let provider = scripted_llm(&["--reply", "Noted."], &work.join("provider-idle.log"))?;
+    let (_home, gateway) = healthy_gateway(&provider)?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!("\n## idle gateway memory");
+    println!("after start (healthy + 1 s): {} (target < 15 MB)", gateway.memory()?);
     Ok(())
 }
 

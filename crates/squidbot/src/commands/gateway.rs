@@ -11,7 +11,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use squidbot_core::events::EventHub;
 use squidbot_core::runs::Runner;
 use squidbot_core::scheduler::JobControl;
-use squidbot_server::{Auth, Gateway, JobServices, Services};
+use squidbot_server::{Auth, Gateway, JobServices, ProviderSummary, Services};
 use squidbot_types::Secret;
 use squidbot_types::config::GatewayAuthMode;
 use tokio_util::sync::CancellationToken;
@@ -110,8 +110,11 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         .router()?
         .describe()
         .into_iter()
-        .map(|info| {
-            serde_json::json!({"name": info.name, "kind": format!("{:?}", info.kind), "api_base": info.api_base, "vision": info.vision})
+        .map(|info| ProviderSummary {
+            name: info.name,
+            kind: format!("{:?}", info.kind),
+            api_base: info.api_base,
+            vision: info.vision,
         })
         .collect();
     let mut services = Services {
@@ -120,7 +123,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         memory_context: crate::wiring::OWNER_CONTEXT.to_owned(),
         document_cap: environment.config().memory.document_cap,
         providers,
-        config: serde_json::to_value(environment.config()).unwrap_or_default(),
+        config: Some(environment.config().clone()),
         skills: Some(skill_lister(environment)),
         bus: Some(environment.bus()?),
         jobs: None,

@@ -3,12 +3,12 @@
 
 use anyhow::Result;
 use serde_json::json;
+use squidbot_core::clock::{Clock as _, SystemClock};
 use squidbot_core::context::{BOOTSTRAP_FILES, FIRST_RUN_FILE};
 use squidbot_core::store::SessionStore;
 use squidbot_store::JsonlSessionStore;
 use squidbot_types::ToolSpec;
 
-use crate::indexed_sessions::unix_now;
 use crate::wiring::{Environment, OWNER_CONTEXT};
 
 /// Prints the status report.
@@ -197,7 +197,7 @@ async fn memory_report(environment: &Environment) -> serde_json::Value {
         let bulletin = squidbot_store::BulletinCache::new(environment.database()?).get(OWNER_CONTEXT)?;
         let bulletin = match bulletin {
             Some(bulletin) if !bulletin.content.is_empty() => {
-                format!("written {} minutes ago", (unix_now() - bulletin.generated_at).max(0) / 60)
+                format!("written {} minutes ago", (SystemClock.unix_seconds() - bulletin.generated_at).max(0) / 60)
             }
             Some(_) => "empty (no memories yet)".to_owned(),
             None => "not written yet".to_owned(),

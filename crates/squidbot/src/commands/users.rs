@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Result, anyhow, bail};
-use squidbot_channels::{ApprovedSenders, PairingCodes, PairingError, SystemRandom};
+use squidbot_channels::{ApprovedSenders, PairingCodes, PairingError, PendingCodes, SystemRandom};
 use squidbot_core::clock::unix_seconds;
-use squidbot_store::ChannelAccessStore;
+use squidbot_store::{ChannelAccessStore, SqliteChannelAccess};
 
-use crate::channels::access::DatabaseAccess;
 use crate::cli::UsersAction;
 use crate::wiring::Environment;
 
@@ -21,7 +20,7 @@ fn local_time(time: SystemTime) -> String {
 
 /// Runs a `squidbot users …` action.
 pub fn run(environment: &Environment, action: &UsersAction) -> Result<()> {
-    let access = DatabaseAccess::new(ChannelAccessStore::new(environment.database()?));
+    let access = SqliteChannelAccess::new(ChannelAccessStore::new(environment.database()?));
     match action {
         UsersAction::List(flags) => list(&access, flags.json),
         UsersAction::Approve { code } => {
@@ -53,10 +52,9 @@ pub fn run(environment: &Environment, action: &UsersAction) -> Result<()> {
     }
 }
 
-fn list(access: &DatabaseAccess, json: bool) -> Result<()> {
+fn list(access: &SqliteChannelAccess, json: bool) -> Result<()> {
     let approved = access.list().map_err(|error| anyhow!(error))?;
-    let pending =
-        squidbot_channels::PendingCodes::pending(access, SystemTime::now()).map_err(|error| anyhow!(error))?;
+    let pending = PendingCodes::pending(access, SystemTime::now()).map_err(|error| anyhow!(error))?;
     if json {
         let value = serde_json::json!({
             "approved": approved.iter().map(|sender| serde_json::json!({

@@ -6,7 +6,7 @@
 use reqwest::{Client, StatusCode, Url};
 
 use super::{SearchFailure, SearchResult, clean, send};
-use crate::html::tokenizer::{Token, Tokenizer};
+use squidbot_core::html::{Token, Tokenizer};
 
 const NAME: &str = "DuckDuckGo";
 

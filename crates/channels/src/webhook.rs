@@ -7,26 +7,28 @@
 //! clock, so a captured request can't be replayed later) and `X-Squidbot-Signature:
 //! sha256=<hex>`. Body: `{"sender": "...", "text": "...", "id"?: "...",
 //! "conversation"?: "...", "callback_url"?: "..."}`.
+//!
+//! The server hands requests over through core's [`WebhookHandler`] port; [`Webhooks`]
+//! finds the channel a request names.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use squidbot_channels::{
-    Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink, MarkdownFlavor,
-    OutboundMessage, Sender, SentMessage, StreamMode,
-};
-use squidbot_core::BoxFuture;
 use squidbot_core::clock::unix_seconds;
-use squidbot_server::{WebhookHandler, WebhookResponse};
+use squidbot_core::webhook::{WebhookHandler, WebhookRequest, WebhookResponse, status};
 use squidbot_types::Secret;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+
+use crate::markdown::MarkdownFlavor;
+use crate::port::{
+    Capabilities, Channel, ChannelError, Conversation, ConversationKind, InboundMessage, InboundSink, OutboundMessage,
+    ReadAttachment, Sender, SentMessage, StreamMode,
+};
 
 /// The header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "x-squidbot-signature";
@@ -50,7 +52,8 @@ struct Posted {
     callback_url: Option<String>,
 }
 
-/// One webhook channel.
+/// One webhook channel: it takes signed requests from [`Webhooks`], hands their messages
+/// to the manager, and answers each request with its reply (or later, to its callback).
 pub struct WebhookChannel {
     name: String,
     secret: Secret,
@@ -63,7 +66,8 @@ pub struct WebhookChannel {
 }
 
 impl WebhookChannel {
-    /// The webhook `name`, checking signatures with `secret`.
+    /// The webhook `name`, checking signatures with `secret` and answering a request
+    /// `202` when its reply takes longer than `reply_timeout`.
     pub fn new(name: &str, secret: Secret, reply_timeout: Duration) -> Self {
         let (queue, incoming) = mpsc::channel(QUEUE);
         Self {
@@ -78,8 +82,8 @@ impl WebhookChannel {
         }
     }
 
-    fn verify(&self, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Result<(), String> {
-        let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+    fn verify(&self, request: &WebhookRequest, now: SystemTime) -> Result<(), String> {
+        let header = |name: &str| request.header(name).map(str::trim);
         let Some(stamp) = header(TIMESTAMP_HEADER) else {
             return Err(format!("the {TIMESTAMP_HEADER} header is missing"));
         };
@@ -96,34 +100,35 @@ impl WebhookChannel {
             .map_err(|error| format!("can't use the webhook secret: {error}"))?;
         mac.update(stamp.as_bytes());
         mac.update(b".");
-        mac.update(body);
+        mac.update(&request.body);
+        // Constant-time: the time taken says nothing about how much of a guess matched.
         mac.verify_slice(&signature).map_err(|_mismatch| "the signature does not match".to_owned())
     }
 
-    async fn receive(&self, headers: HeaderMap, body: Bytes) -> WebhookResponse {
-        let refuse = |status: StatusCode, error: String| {
+    async fn receive(&self, request: WebhookRequest) -> WebhookResponse {
+        let refuse = |status: u16, error: String| {
             tracing::warn!(channel = %self.name, %error, "webhook request refused");
             WebhookResponse { status, body: json!({"error": error}) }
         };
-        if body.len() > MAX_BODY_BYTES {
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over {MAX_BODY_BYTES} bytes"));
+        if request.body.len() > MAX_BODY_BYTES {
+            return refuse(status::PAYLOAD_TOO_LARGE, format!("the body is over {MAX_BODY_BYTES} bytes"));
         }
-        if let Err(error) = self.verify(&headers, &body, SystemTime::now()) {
-            return refuse(StatusCode::UNAUTHORIZED, format!("can't accept the request: {error}"));
+        if let Err(error) = self.verify(&request, SystemTime::now()) {
+            return refuse(status::UNAUTHORIZED, format!("can't accept the request: {error}"));
         }
-        let posted: Posted = match serde_json::from_slice(&body) {
+        let posted: Posted = match serde_json::from_slice(&request.body) {
             Ok(posted) => posted,
-            Err(error) => return refuse(StatusCode::BAD_REQUEST, format!("can't read the message: {error}")),
+            Err(error) => return refuse(status::BAD_REQUEST, format!("can't read the message: {error}")),
         };
         if posted.sender.trim().is_empty() || posted.text.trim().is_empty() {
-            return refuse(StatusCode::BAD_REQUEST, "can't read the message: sender and text must not be empty".into());
+            return refuse(status::BAD_REQUEST, "can't read the message: sender and text must not be empty".into());
         }
         let id = posted.id.filter(|id| !id.trim().is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let (reply, replied) = oneshot::channel();
         {
             let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if waiting.contains_key(&id) {
-                return refuse(StatusCode::CONFLICT, format!("message {id} is already being answered"));
+                return refuse(status::CONFLICT, format!("message {id} is already being answered"));
             }
             waiting.insert(id.clone(), reply);
         }
@@ -146,19 +151,19 @@ impl WebhookChannel {
         };
         if self.queue.try_send(message).is_err() {
             self.forget(&id);
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many messages are waiting; try again later".into());
+            return refuse(status::SERVICE_UNAVAILABLE, "too many messages are waiting; try again later".into());
         }
         match tokio::time::timeout(self.reply_timeout, replied).await {
             Ok(Ok(body)) => {
                 self.forget(&id);
-                WebhookResponse { status: StatusCode::OK, body }
+                WebhookResponse { status: status::OK, body }
             }
             Ok(Err(_)) | Err(_) => {
                 self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
                 let callback =
                     self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&id);
                 WebhookResponse {
-                    status: StatusCode::ACCEPTED,
+                    status: status::ACCEPTED,
                     body: json!({"id": id, "status": "accepted", "callback": callback}),
                 }
             }
@@ -222,7 +227,7 @@ impl Channel for WebhookChannel {
             .await
             .map_err(|error| ChannelError::transient(format!("can't post the reply to {url}: {error}")))?;
         let status = response.status();
-        if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             // Kept for the retry the manager makes.
             self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), url.clone());
             return Err(ChannelError::transient(format!("can't post the reply to {url}: {status}")));
@@ -238,9 +243,8 @@ impl Channel for WebhookChannel {
 /// when the turn handed any over.
 async fn reply_body(id: &str, message: &OutboundMessage) -> Result<Value, ChannelError> {
     use base64::Engine as _;
-    let mut body = json!({"id": id, "reply": message.text});
     if message.attachments.is_empty() {
-        return Ok(body);
+        return Ok(json!({"id": id, "reply": message.text}));
     }
     let mut files = Vec::with_capacity(message.attachments.len());
     for file in &message.attachments {
@@ -248,11 +252,11 @@ async fn reply_body(id: &str, message: &OutboundMessage) -> Result<Value, Channe
         let data = base64::engine::general_purpose::STANDARD.encode(bytes);
         files.push(json!({"name": file.name, "mime": file.mime, "data": data}));
     }
-    body["files"] = Value::Array(files);
-    Ok(body)
+    Ok(json!({"id": id, "reply": message.text, "files": files}))
 }
 
-/// Every webhook channel of the gateway, by name.
+/// Every webhook channel of the gateway, by name: the handler the server hands
+/// `POST /webhook/<name>` to.
 #[derive(Default)]
 pub struct Webhooks {
     channels: HashMap<String, Arc<WebhookChannel>>,
@@ -271,33 +275,15 @@ impl Webhooks {
 }
 
 impl WebhookHandler for Webhooks {
-    fn handle(&self, name: String, headers: HeaderMap, body: Bytes) -> BoxFuture<'static, WebhookResponse> {
-        let channel = self.channels.get(&name).cloned();
-        Box::pin(async move {
-            match channel {
-                Some(channel) => channel.receive(headers, body).await,
-                None => WebhookResponse {
-                    status: StatusCode::NOT_FOUND,
-                    body: json!({"error": format!("no webhook named {name}")}),
-                },
-            }
-        })
+    async fn handle(&self, request: WebhookRequest) -> WebhookResponse {
+        match self.channels.get(&request.channel).cloned() {
+            Some(channel) => channel.receive(request).await,
+            None => WebhookResponse {
+                status: status::NOT_FOUND,
+                body: json!({"error": format!("no webhook named {}", request.channel)}),
+            },
+        }
     }
-}
-
-/// The signature header's value for `body` signed at `timestamp`.
-#[cfg(test)]
-fn sign(secret: &str, timestamp: u64, body: &[u8]) -> String {
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
-        Ok(mac) => mac,
-        Err(_) => return String::new(),
-    };
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("sha256={hex}")
 }
 
 #[cfg(test)]
@@ -306,11 +292,26 @@ mod tests {
 
     use super::*;
 
-    fn headers(timestamp: u64, signature: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(TIMESTAMP_HEADER, timestamp.to_string().parse().unwrap());
-        headers.insert(SIGNATURE_HEADER, signature.parse().unwrap());
-        headers
+    /// The signature header's value for `body` signed at `timestamp`.
+    fn sign(secret: &str, timestamp: u64, body: &[u8]) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(timestamp.to_string().as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        let digest = mac.finalize().into_bytes();
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256={hex}")
+    }
+
+    fn request(timestamp: u64, signature: &str, body: &[u8]) -> WebhookRequest {
+        WebhookRequest {
+            channel: "hook".to_owned(),
+            headers: vec![
+                (TIMESTAMP_HEADER.to_owned(), timestamp.to_string()),
+                (SIGNATURE_HEADER.to_owned(), signature.to_owned()),
+            ],
+            body: body.to_vec(),
+        }
     }
 
     #[test]
@@ -319,15 +320,56 @@ mod tests {
         let now = SystemTime::now();
         let stamp = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
         let body = br#"{"sender":"ci","text":"hi"}"#;
-        assert_eq!(channel.verify(&headers(stamp, &sign("s3cret", stamp, body)), body, now), Ok(()));
+        assert_eq!(channel.verify(&request(stamp, &sign("s3cret", stamp, body), body), now), Ok(()));
         let tampered = br#"{"sender":"ci","text":"rm"}"#;
-        assert!(channel.verify(&headers(stamp, &sign("s3cret", stamp, body)), tampered, now).is_err());
-        assert!(channel.verify(&headers(stamp, &sign("other", stamp, body)), body, now).is_err());
+        assert!(channel.verify(&request(stamp, &sign("s3cret", stamp, body), tampered), now).is_err());
+        assert!(channel.verify(&request(stamp, &sign("other", stamp, body), body), now).is_err());
         let old = stamp - 600;
         assert!(
-            channel.verify(&headers(old, &sign("s3cret", old, body)), body, now).unwrap_err().contains("five minutes")
+            channel.verify(&request(old, &sign("s3cret", old, body), body), now).unwrap_err().contains("five minutes")
         );
-        assert!(channel.verify(&headers(stamp, "sha256=zz"), body, now).is_err());
-        assert!(channel.verify(&HeaderMap::new(), body, now).unwrap_err().contains("missing"));
+        assert!(channel.verify(&request(stamp, "sha256=zz", body), now).is_err());
+        let unsigned = WebhookRequest { channel: "hook".to_owned(), headers: Vec::new(), body: body.to_vec() };
+        assert!(channel.verify(&unsigned, now).unwrap_err().contains("missing"));
+    }
+
+    #[tokio::test]
+    async fn a_reply_carries_its_files_in_base64() {
+        let conversation = Conversation { id: "ci".to_owned(), kind: ConversationKind::Direct, thread: None };
+        let mut message = OutboundMessage {
+            conversation,
+            reply_to: Some("m1".to_owned()),
+            text: "done".to_owned(),
+            attachments: vec![],
+        };
+        assert_eq!(reply_body("m1", &message).await.unwrap(), json!({"id": "m1", "reply": "done"}));
+        message.attachments.push(crate::port::Attachment {
+            name: "a.txt".to_owned(),
+            mime: "text/plain".to_owned(),
+            data: crate::port::AttachmentData::Bytes(b"hi".to_vec()),
+        });
+        assert_eq!(
+            reply_body("m1", &message).await.unwrap(),
+            json!({"id": "m1", "reply": "done", "files": [{"name": "a.txt", "mime": "text/plain", "data": "aGk="}]})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_to_an_unknown_webhook_is_not_found() {
+        let webhooks = Webhooks::default();
+        let unknown = WebhookRequest { channel: "nope".to_owned(), headers: Vec::new(), body: Vec::new() };
+        let response = webhooks.handle(unknown).await;
+        assert_eq!(response.status, status::NOT_FOUND);
+        assert_eq!(response.body, json!({"error": "no webhook named nope"}));
+    }
+
+    #[tokio::test]
+    async fn a_request_with_a_bad_signature_is_refused_before_its_body_is_read() {
+        let mut webhooks = Webhooks::default();
+        webhooks.add(Arc::new(WebhookChannel::new("hook", Secret::new("s3cret"), Duration::from_secs(1))));
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let response = webhooks.handle(request(stamp, &sign("wrong", stamp, b"not json"), b"not json")).await;
+        assert_eq!(response.status, status::UNAUTHORIZED);
+        assert_eq!(response.body, json!({"error": "can't accept the request: the signature does not match"}));
     }
 }

@@ -1,9 +1,10 @@
 //! A forgiving HTML tokenizer: start tags with attributes, end tags and text, with
-//! comments, doctypes and processing instructions dropped and the content of raw-text
-//! elements (`script`, `style`, `title` …) kept whole. It never fails: broken markup
-//! becomes text or is skipped, which is what readers of arbitrary pages need.
+//! comments, CDATA sections, doctypes and processing instructions dropped and the
+//! content of raw-text elements (`script`, `style`, `title` …) kept whole. It never
+//! fails: broken markup becomes text or is skipped, which is what readers of arbitrary
+//! pages and mail need.
 
-use squidbot_core::html_entities;
+use crate::html::entities;
 
 /// Elements whose content is text up to the matching end tag, never markup.
 const RAW_TEXT: [&str; 9] =
@@ -25,7 +26,7 @@ pub enum Token<'a> {
 pub struct Tag {
     /// Lowercased element name.
     pub name: String,
-    /// Attributes in order, names lowercased, values decoded.
+    /// Attributes in order, names lowercased, values decoded (as browsers do).
     pub attributes: Vec<(String, String)>,
     /// Written as `<name … />`.
     pub self_closing: bool,
@@ -50,12 +51,20 @@ pub struct Tokenizer<'a> {
     position: usize,
     /// Inside a raw-text element: its name; the next token is its text.
     raw_text_of: Option<String>,
+    /// Where the input's last `>` is: a tag starting after it can't be closed, so its
+    /// `<` is text, known without scanning to the end for every such `<`.
+    last_close: Option<usize>,
 }
 
 impl<'a> Tokenizer<'a> {
     /// Tokens of `input`.
     pub fn new(input: &'a str) -> Self {
-        Self { input, position: 0, raw_text_of: None }
+        Self { input, position: 0, raw_text_of: None, last_close: input.rfind('>') }
+    }
+
+    /// Whether a `>` follows `position` somewhere.
+    fn closes_after(&self, position: usize) -> bool {
+        self.last_close.is_some_and(|close| close > position)
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -95,8 +104,9 @@ impl<'a> Tokenizer<'a> {
         self.input.len()
     }
 
-    /// Parses the start tag whose `<` is at `self.position`.
-    fn start_tag(&mut self) -> Tag {
+    /// Parses the start tag whose `<` is at `self.position`; `None` (and the position
+    /// unchanged) when the input ends before its `>`.
+    fn start_tag(&mut self) -> Option<Tag> {
         let bytes = self.bytes();
         let name_start = self.position + 1;
         let name_end = self.position_of(name_start, |byte| byte.is_ascii_whitespace() || matches!(byte, b'/' | b'>'));
@@ -107,7 +117,7 @@ impl<'a> Tokenizer<'a> {
         loop {
             cursor = self.position_of(cursor, |byte| !byte.is_ascii_whitespace());
             match bytes.get(cursor) {
-                None => break,
+                None => return None,
                 Some(b'>') => {
                     cursor += 1;
                     break;
@@ -131,12 +141,12 @@ impl<'a> Tokenizer<'a> {
                     Some(quote @ (b'"' | b'\'')) => {
                         let quote = *quote;
                         let value_end = self.position_of(cursor + 1, |byte| byte == quote);
-                        value = html_entities::decode(&self.input[cursor + 1..value_end]);
+                        value = entities::decode(&self.input[cursor + 1..value_end]);
                         cursor = (value_end + 1).min(self.input.len());
                     }
                     Some(_) => {
                         let value_end = self.position_of(cursor, |byte| byte.is_ascii_whitespace() || byte == b'>');
-                        value = html_entities::decode(&self.input[cursor..value_end]);
+                        value = entities::decode(&self.input[cursor..value_end]);
                         cursor = value_end;
                     }
                     None => {}
@@ -145,7 +155,13 @@ impl<'a> Tokenizer<'a> {
             attributes.push((key, value));
         }
         self.position = cursor;
-        Tag { name, attributes, self_closing }
+        Some(Tag { name, attributes, self_closing })
+    }
+
+    /// The lone `<` at `start` as text.
+    fn lone_angle_bracket(&mut self, start: usize) -> Token<'a> {
+        self.position = start + 1;
+        Token::Text(&self.input[start..start + 1])
     }
 }
 
@@ -180,8 +196,18 @@ impl<'a> Iterator for Tokenizer<'a> {
                         None => self.input.len(),
                     };
                 }
+                // In HTML a CDATA section is a comment; it ends at `]]>`, not the first `>`.
+                Some(b'!') if bytes[start..].starts_with(b"<![CDATA[") => {
+                    self.position = match self.input[start + 9..].find("]]>") {
+                        Some(offset) => start + 9 + offset + 3,
+                        None => self.input.len(),
+                    };
+                }
                 Some(b'!' | b'?') => self.position = self.past_next_close(start),
                 Some(b'/') if bytes.get(start + 2).is_some_and(u8::is_ascii_alphabetic) => {
+                    if !self.closes_after(start) {
+                        return Some(self.lone_angle_bracket(start));
+                    }
                     let name_end =
                         self.position_of(start + 2, |byte| byte.is_ascii_whitespace() || matches!(byte, b'/' | b'>'));
                     let name = self.input[start + 2..name_end].to_ascii_lowercase();
@@ -190,16 +216,17 @@ impl<'a> Iterator for Tokenizer<'a> {
                 }
                 Some(b'/') => self.position = self.past_next_close(start),
                 Some(byte) if byte.is_ascii_alphabetic() => {
-                    let tag = self.start_tag();
+                    // A tag the input ends inside is text, as a reader would see it.
+                    let tag = if self.closes_after(start) { self.start_tag() } else { None };
+                    let Some(tag) = tag else {
+                        return Some(self.lone_angle_bracket(start));
+                    };
                     if RAW_TEXT.contains(&tag.name.as_str()) {
                         self.raw_text_of = Some(tag.name.clone());
                     }
                     return Some(Token::Start(tag));
                 }
-                _ => {
-                    self.position = start + 1;
-                    return Some(Token::Text(&self.input[start..start + 1]));
-                }
+                _ => return Some(self.lone_angle_bracket(start)),
             }
         }
     }
@@ -258,6 +285,23 @@ mod tests {
             tokens("<style>p{}</stylesheet></style>"),
             vec![start("style", &[], false), Token::Text("p{}</stylesheet>"), Token::End("style".to_owned())]
         );
+    }
+
+    #[test]
+    fn cdata_sections_end_at_their_own_close() {
+        assert_eq!(tokens("a<![CDATA[x > y]]>b"), vec![Token::Text("a"), Token::Text("b")]);
+        assert_eq!(tokens("a<![CDATA[never closed"), vec![Token::Text("a")]);
+    }
+
+    #[test]
+    fn tags_the_input_ends_inside_are_text() {
+        assert_eq!(
+            tokens("c<d <p x"),
+            vec![Token::Text("c"), Token::Text("<"), Token::Text("d "), Token::Text("<"), Token::Text("p x")]
+        );
+        assert_eq!(tokens("a</b"), vec![Token::Text("a"), Token::Text("<"), Token::Text("/b")]);
+        assert_eq!(tokens(r#"<p title="a > b">t"#), vec![start("p", &[("title", "a > b")], false), Token::Text("t")]);
+        assert_eq!(tokens(r#"<p title="x>t"#), vec![Token::Text("<"), Token::Text(r#"p title="x>t"#)]);
     }
 
     #[test]

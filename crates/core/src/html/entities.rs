@@ -1,7 +1,7 @@
 //! HTML character references (`&amp;`, `&#233;`, `&#x1F600;`): numeric ones in full,
 //! named ones for the characters real pages use most; an unknown name stays as written.
 //! The one table behind web pages read for the model and the chat adapters' HTML to
-//! plain text.
+//! plain text, decoded either as browsers do ([`decode`]) or strictly ([`decode_strict`]).
 
 /// Named references decoded, sorted by name for binary search.
 const NAMED: &[(&str, &str)] = &[
@@ -124,8 +124,24 @@ pub fn named(name: &str) -> Option<&'static str> {
         .map(|(_, value)| *value)
 }
 
-/// `text` with its character references decoded.
+/// `text` with its character references decoded as browsers read pages: `&amp` and a
+/// few others without their `;`, numbers without theirs, an impossible number as
+/// U+FFFD, `&nbsp;` as U+00A0.
 pub fn decode(text: &str) -> String {
+    decode_with(text, reference_at)
+}
+
+/// `text` with only well-formed references decoded, for text shown as plain text (mail,
+/// chat fallbacks): a reference needs its `;`, a number must name a character that is
+/// no control (tab and line breaks aside; 128 to 159 read as Windows-1252 punctuation,
+/// as pages mean them), and `&nbsp;` becomes a plain space. Anything else stays as
+/// written, so no NUL or terminal control sneaks in through a reference.
+pub fn decode_strict(text: &str) -> String {
+    decode_with(text, strict_reference_at)
+}
+
+/// `text` with each reference `reference_at` recognises replaced.
+fn decode_with(text: &str, reference_at: fn(&str) -> Option<(String, usize)>) -> String {
     if !text.contains('&') {
         return text.to_owned();
     }
@@ -147,6 +163,38 @@ pub fn decode(text: &str) -> String {
     }
     output.push_str(rest);
     output
+}
+
+/// The well-formed reference at the start of `text` (which begins with `&`) and its
+/// length in bytes, by the rules of [`decode_strict`].
+fn strict_reference_at(text: &str) -> Option<(String, usize)> {
+    let body = &text[1..];
+    let length =
+        body.bytes().take(MAX_NAME_LEN).take_while(|byte| byte.is_ascii_alphanumeric() || *byte == b'#').count();
+    if !body[length..].starts_with(';') {
+        return None;
+    }
+    let name = &body[..length];
+    let character = match name.strip_prefix('#') {
+        Some(number) => {
+            let code = match number.strip_prefix(['x', 'X']) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => number.parse().ok()?,
+            };
+            match code {
+                0x80..=0x9F => windows_1252_c1(code as u8),
+                _ => char::from_u32(code)?,
+            }
+        }
+        // Plain text has no non-breaking space worth keeping; chat clients show a space.
+        None if name == "nbsp" => ' ',
+        None => named(name)?.chars().next()?,
+    };
+    // NUL and other controls besides tab and line breaks never belong in text.
+    if character.is_control() && !matches!(character, '\t' | '\n' | '\r') {
+        return None;
+    }
+    Some((character.to_string(), 1 + length + 1))
 }
 
 /// The reference at the start of `text` (which begins with `&`) and its length in bytes.
@@ -204,6 +252,17 @@ mod tests {
         assert_eq!(decode("&#65;&#x42;&#X43;&#x1F600;"), "ABC😀");
         assert_eq!(decode("&#150; &#0; &#xD800;"), "– \u{FFFD} \u{FFFD}");
         assert_eq!(decode("a &amp b &nbsp;c"), "a & b \u{a0}c");
+    }
+
+    #[test]
+    fn strict_decoding_needs_semicolons_and_printable_characters() {
+        assert_eq!(decode_strict("&amp; &#39;&#x27; &eacute;&rarr; &nbsp;|"), "& '' é→  |");
+        assert_eq!(decode_strict("&#150;"), "–");
+        assert_eq!(
+            decode_strict("&#0;&#xD800;&#1;&#x110000;&#99999999999;"),
+            "&#0;&#xD800;&#1;&#x110000;&#99999999999;"
+        );
+        assert_eq!(decode_strict("&amp b &bogus; &#; & AT&T &#9;"), "&amp b &bogus; &#; & AT&T \t");
     }
 
     #[test]

@@ -1,25 +1,34 @@
-//! A session store that keeps the SQLite session index (status, activity) in step with
-//! the JSONL transcripts it forwards to.
+//! `IndexedSessionStore`: a session store that keeps the SQLite session index (status,
+//! activity) in step with the JSONL transcripts it forwards to.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use squidbot_core::clock::{Clock, SystemClock};
+use squidbot_core::clock::Clock;
 use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
-use squidbot_store::{ActivityUpdate, JsonlSessionStore, SqliteSessionIndex};
 use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
 use tokio::sync::oneshot;
 
+use crate::jsonl::JsonlSessionStore;
+use crate::session_index::{ActivityUpdate, SqliteSessionIndex};
+
 /// JSONL transcripts plus the index.
-#[derive(Debug)]
 pub struct IndexedSessionStore {
     files: JsonlSessionStore,
     index: Arc<IndexWriter>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for IndexedSessionStore {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("IndexedSessionStore").field("files", &self.files).finish_non_exhaustive()
+    }
 }
 
 impl IndexedSessionStore {
-    /// Wraps the two.
-    pub fn new(files: JsonlSessionStore, index: SqliteSessionIndex) -> Self {
-        Self { files, index: Arc::new(IndexWriter { index, pending: Mutex::default() }) }
+    /// The transcripts in `files` indexed in `index`, activity stamped with the `clock`'s
+    /// time.
+    pub fn new(files: JsonlSessionStore, index: SqliteSessionIndex, clock: Arc<dyn Clock>) -> Self {
+        Self { files, index: Arc::new(IndexWriter { index, pending: Mutex::default() }), clock }
     }
 
     /// Records activity; returns once it is in the index. With `context` unknown, the
@@ -28,7 +37,7 @@ impl IndexedSessionStore {
         let update = ActivityUpdate {
             key: key.to_owned(),
             context: context.map(str::to_owned),
-            at_unix: unix_now(),
+            at_unix: self.clock.unix_seconds(),
             messages_added: messages,
         };
         let recorded = IndexWriter::submit(&self.index, update);
@@ -107,11 +116,6 @@ impl IndexWriter {
     }
 }
 
-/// Now as Unix seconds.
-pub fn unix_now() -> i64 {
-    SystemClock.unix_seconds()
-}
-
 impl SessionStore for IndexedSessionStore {
     async fn load<'a>(&'a self, key: &'a str) -> Result<Option<LoadedSession>, StoreError> {
         self.files.load(key).await
@@ -143,14 +147,27 @@ impl SessionStore for IndexedSessionStore {
     async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
         self.files.list().await
     }
+
+    async fn remove<'a>(&'a self, key: &'a str) -> Result<bool, StoreError> {
+        let removed = self.files.remove(key).await?;
+        let writer = Arc::clone(&self.index);
+        let owned_key = key.to_owned();
+        tokio::task::spawn_blocking(move || writer.index.remove(&owned_key))
+            .await
+            .map_err(|error| error.to_string())
+            .and_then(|forgotten| forgotten.map_err(|error| error.to_string()))
+            .map_err(|reason| StoreError::Io { action: "forget", key: key.to_owned(), reason })?;
+        Ok(removed)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use squidbot_store::Database;
+    use squidbot_core::clock::SystemClock;
     use squidbot_types::session::{HeaderTag, MessageRole, SESSION_FORMAT_VERSION};
 
     use super::*;
+    use crate::database::Database;
 
     fn header(key: &str) -> SessionHeader {
         SessionHeader {
@@ -187,6 +204,7 @@ mod tests {
         let store = Arc::new(IndexedSessionStore::new(
             JsonlSessionStore::new(directory.path().join("sessions")),
             index.clone(),
+            Arc::new(SystemClock),
         ));
         let tasks: Vec<_> = (0..50)
             .map(|number| {
@@ -216,9 +234,47 @@ mod tests {
         files.create(&header("cli:old")).await.unwrap();
         let database = Database::open(&directory.path().join("squidbot.db")).unwrap();
         let index = SqliteSessionIndex::new(database);
-        let store = IndexedSessionStore::new(files, index.clone());
+        let store = IndexedSessionStore::new(files, index.clone(), Arc::new(SystemClock));
         store.append("cli:old", &[message("u1")], Durability::Synced).await.unwrap();
         let entry = index.get("cli:old").unwrap().unwrap();
         assert_eq!((entry.context.as_str(), entry.message_count), ("owner", 1));
+    }
+}
+
+#[cfg(test)]
+mod removal_tests {
+    use std::time::{Duration, SystemTime};
+
+    use squidbot_core::clock::FixedClock;
+    use squidbot_types::session::{HeaderTag, SESSION_FORMAT_VERSION};
+
+    use super::*;
+    use crate::database::Database;
+
+    #[tokio::test]
+    async fn activity_is_stamped_by_the_clock_and_removal_forgets_the_index_entry() {
+        let directory = tempfile::tempdir().unwrap();
+        let index = SqliteSessionIndex::new(Database::open(&directory.path().join("squidbot.db")).unwrap());
+        let clock = FixedClock(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+        let store = IndexedSessionStore::new(
+            JsonlSessionStore::new(directory.path().join("sessions")),
+            index.clone(),
+            Arc::new(clock),
+        );
+        let header = SessionHeader {
+            kind: HeaderTag::Header,
+            version: SESSION_FORMAT_VERSION,
+            id: "id-1".to_owned(),
+            key: "cli:gone".to_owned(),
+            context: "owner".to_owned(),
+            created: "2026-01-01T00:00:00Z".to_owned(),
+        };
+        store.create(&header).await.unwrap();
+        assert_eq!(index.get("cli:gone").unwrap().map(|entry| entry.updated_at), Some(1_700_000_000));
+
+        assert!(SessionStore::remove(&store, "cli:gone").await.unwrap());
+        assert!(store.load("cli:gone").await.unwrap().is_none());
+        assert!(index.get("cli:gone").unwrap().is_none());
+        assert!(!SessionStore::remove(&store, "cli:gone").await.unwrap());
     }
 }

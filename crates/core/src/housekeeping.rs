@@ -1,22 +1,32 @@
 //! What the system jobs do: TTL expiry of memories, archival of idle sessions (after a
-//! memory extraction pass), the memory bulletin, and vector backfill. When they run is
-//! the scheduler's business: they are rows of the job table (see `crate::jobs`).
+//! memory extraction pass), pruning the sessions of old job runs, the memory bulletin,
+//! and vector backfill. When they run is the scheduler's business: they are rows of the
+//! job table ([`system_jobs`]).
+
+mod system_jobs;
+
+#[cfg(test)]
+pub(crate) mod fakes;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use squidbot_core::compactor::{self, COMPACTION_PROMPT, Pressure};
-use squidbot_core::memory::{BULLETIN_PROMPT, ListFilter, Memories};
-use squidbot_core::provider::{CompletionRequest, DynLlmProvider, NoopSink};
-use squidbot_core::session::Session;
-use squidbot_core::store::SessionStore;
-use squidbot_core::workspace::WorkspaceFiles;
-use squidbot_store::{Bulletin, BulletinCache, JsonlSessionStore, SqliteSessionIndex};
 use squidbot_types::ChatMessage;
 use squidbot_types::memory::MemoryType;
 
-use crate::indexed_sessions::unix_now;
+use crate::clock::Clock;
+use crate::compactor::{self, COMPACTION_PROMPT, Pressure};
+use crate::memory::{BULLETIN_PROMPT, Bulletin, BulletinError, Bulletins, ListFilter, Memories, MemoryError};
+use crate::provider::{CompletionRequest, DynLlmProvider, NoopSink, ProviderError};
+use crate::session::Session;
+use crate::store::index::{SessionIndex, SessionIndexError};
+use crate::store::{DynSessionStore, StoreError};
+use crate::workspace::WorkspaceFiles;
+
+pub(crate) use system_jobs::run_system_job;
+pub use system_jobs::{SYSTEM_CONTEXT, SystemJobs, install_system_jobs, run_system_jobs_now, system_jobs};
 
 /// Characters of a transcript sent for extraction at archival (the most recent part).
 const ARCHIVE_TRANSCRIPT_CHARS: usize = 60_000;
@@ -24,22 +34,71 @@ const ARCHIVE_TRANSCRIPT_CHARS: usize = 60_000;
 /// Job runs deleted in one pass at most (a first pass after an upgrade may find years).
 const PRUNE_BATCH: usize = 1_000;
 
-/// Everything the jobs need.
+/// Memories without a vector embedded in one pass at most.
+const BACKFILL_BATCH: usize = 256;
+
+/// Why a system job, or archiving one session, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HousekeepingError {
+    /// No system job has this name.
+    #[error("there is no system job {name:?}")]
+    UnknownJob {
+        /// The name asked for.
+        name: String,
+    },
+    /// The session to archive does not exist.
+    #[error("can't find session {key}; `squidbot sessions list` shows the existing ones")]
+    UnknownSession {
+        /// Its key.
+        key: String,
+    },
+    /// The model could not extract memories from a session; it stays active, so a later
+    /// run retries it.
+    #[error("can't extract memories from session {key}: {reason}")]
+    Extraction {
+        /// The session's key.
+        key: String,
+        /// The provider's error.
+        reason: ProviderError,
+    },
+    /// The model could not write the memory bulletin.
+    #[error("can't write the memory bulletin: {reason}")]
+    BulletinWriting {
+        /// The provider's error.
+        reason: ProviderError,
+    },
+    /// The memory store failed.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The session transcripts failed.
+    #[error(transparent)]
+    Sessions(#[from] StoreError),
+    /// The session index failed.
+    #[error(transparent)]
+    Index(#[from] SessionIndexError),
+    /// The bulletin cache failed.
+    #[error(transparent)]
+    Bulletins(#[from] BulletinError),
+}
+
+/// Everything the system jobs need.
 pub struct Housekeeping {
     /// Memory service.
     pub memories: Memories,
     /// Session index.
-    pub index: SqliteSessionIndex,
-    /// Session transcripts.
-    pub sessions: JsonlSessionStore,
+    pub index: Arc<dyn SessionIndex>,
+    /// Session transcripts (without the index: housekeeping keeps it in step itself).
+    pub sessions: Arc<dyn DynSessionStore>,
     /// Bulletin cache.
-    pub bulletins: BulletinCache,
+    pub bulletins: Arc<dyn Bulletins>,
     /// Model access.
     pub provider: Arc<dyn DynLlmProvider>,
     /// `provider/model` for extraction and bulletins.
     pub model: String,
     /// Prompt overrides.
     pub workspace: Arc<dyn WorkspaceFiles>,
+    /// Where the time comes from.
+    pub clock: Arc<dyn Clock>,
     /// Idle time before archival.
     pub archive_after: Duration,
     /// Age after which the sessions of job runs are deleted.
@@ -59,28 +118,37 @@ impl Housekeeping {
     /// Runs the system job `name` once; returns a line saying what it did, or why it
     /// failed (for the scheduler's failure count).
     pub async fn run_job(&self, name: &str) -> Result<String, String> {
-        self.run(name).await.map_err(|error| format!("{error:#}"))
+        self.run(name).await.map_err(|error| error.to_string())
     }
 
-    async fn run(&self, name: &str) -> Result<String> {
+    /// Runs the system job `name` once; returns a line saying what it did.
+    pub async fn run(&self, name: &str) -> Result<String, HousekeepingError> {
         match name {
             "ttl_expiry" => Ok(format!("{} expired memories deleted", self.memories.expire().await?)),
-            "vector_backfill" => Ok(format!("{} memories embedded", self.memories.backfill_vectors(256).await?)),
+            "vector_backfill" => {
+                Ok(format!("{} memories embedded", self.memories.backfill_vectors(BACKFILL_BATCH).await?))
+            }
             "archive_idle" => Ok(format!("{} idle sessions archived", self.archive_idle().await?)),
             "prune_job_runs" => Ok(format!("{} finished job runs deleted", self.prune_job_runs().await?)),
             "memory_bulletin" => Ok(format!("{} bulletins refreshed", self.refresh_bulletins().await?)),
-            other => bail!("there is no system job {other:?}"),
+            other => Err(HousekeepingError::UnknownJob { name: other.to_owned() }),
         }
     }
 
-    async fn archive_idle(&self) -> Result<usize> {
-        let before = unix_now() - self.archive_after.as_secs() as i64;
+    fn now(&self) -> i64 {
+        self.clock.unix_seconds()
+    }
+
+    /// Archives every active session idle for longer than `archive_after`; one that fails
+    /// is logged and stays active. Returns how many were archived.
+    pub async fn archive_idle(&self) -> Result<usize, HousekeepingError> {
+        let before = self.now() - i64::try_from(self.archive_after.as_secs()).unwrap_or(i64::MAX);
         let idle = self.index.idle(before)?;
         let mut archived = 0;
         for session in idle {
             match self.archive(&session.key).await {
                 Ok(_) => archived += 1,
-                Err(error) => tracing::warn!(session = %session.key, "can't archive: {error:#}"),
+                Err(error) => tracing::warn!(session = %session.key, "can't archive: {error}"),
             }
         }
         Ok(archived)
@@ -89,11 +157,11 @@ impl Housekeeping {
     /// Deletes the sessions of job runs last touched longer than `keep_job_runs` ago (a
     /// run's reply is already in the session it was delivered to), oldest first, at most
     /// a thousand a pass. Returns how many were deleted.
-    async fn prune_job_runs(&self) -> Result<usize> {
-        let before = unix_now() - i64::try_from(self.keep_job_runs.as_secs()).unwrap_or(i64::MAX);
+    pub async fn prune_job_runs(&self) -> Result<usize, HousekeepingError> {
+        let before = self.now() - i64::try_from(self.keep_job_runs.as_secs()).unwrap_or(i64::MAX);
         let mut deleted = 0;
         for key in self.index.job_runs_before(before, PRUNE_BATCH)? {
-            match self.sessions.remove(&key).await {
+            match self.sessions.remove_boxed(&key).await {
                 Ok(_) => {
                     self.index.remove(&key)?;
                     deleted += 1;
@@ -106,16 +174,15 @@ impl Housekeeping {
 
     /// Extracts memories from a session and marks it archived. A failed extraction
     /// leaves the session active so a later run retries it.
-    pub async fn archive(&self, key: &str) -> Result<Archived> {
-        let Some(loaded) = self.sessions.load(key).await? else {
-            bail!("can't find session {key}; `squidbot sessions list` shows the existing ones");
+    pub async fn archive(&self, key: &str) -> Result<Archived, HousekeepingError> {
+        let Some(loaded) = self.sessions.load_boxed(key).await? else {
+            return Err(HousekeepingError::UnknownSession { key: key.to_owned() });
         };
         let context = loaded.header.context.clone();
         let session = Session::from_loaded(loaded);
         let mut transcript = compactor::transcript(&session.active_path());
         if transcript.len() > ARCHIVE_TRANSCRIPT_CHARS {
-            let start =
-                squidbot_core::text::ceil_char_boundary(&transcript, transcript.len() - ARCHIVE_TRANSCRIPT_CHARS);
+            let start = crate::text::ceil_char_boundary(&transcript, transcript.len() - ARCHIVE_TRANSCRIPT_CHARS);
             transcript = transcript[start..].to_owned();
         }
         let mut saved = 0;
@@ -123,8 +190,8 @@ impl Housekeeping {
         // session (which is mined in turn), and a job run's reply is in the session it was
         // delivered to: archive those without another model call.
         let indexed = self.index.get(key)?;
-        let mined_elsewhere = squidbot_core::delegation::is_worker_session(key)
-            || indexed.as_ref().is_some_and(|entry| entry.job_id.is_some());
+        let mined_elsewhere =
+            crate::delegation::is_worker_session(key) || indexed.as_ref().is_some_and(|entry| entry.job_id.is_some());
         if !transcript.trim().is_empty() && !mined_elsewhere {
             let instructions = COMPACTION_PROMPT.load(self.workspace.as_ref());
             let output = compactor::summarize(
@@ -136,20 +203,21 @@ impl Housekeeping {
                 Pressure::Compact,
             )
             .await
-            .with_context(|| format!("can't extract memories from session {key}"))?;
+            .map_err(|reason| HousekeepingError::Extraction { key: key.to_owned(), reason })?;
             for memory in output.memories {
                 self.memories.save(memory.into_new_memory(&context, "archive")).await?;
                 saved += 1;
             }
         }
         if indexed.is_none() {
-            self.index.record_activity(key, &context, unix_now(), session.history().len() as u64)?;
+            self.index.record_activity(key, &context, self.now(), session.history().len() as u64)?;
         }
-        self.index.set_archived(key, unix_now())?;
+        self.index.set_archived(key, self.now())?;
         Ok(Archived { memories: saved })
     }
 
-    async fn refresh_bulletins(&self) -> Result<usize> {
+    /// Refreshes the bulletin of every context served; returns how many were rewritten.
+    pub async fn refresh_bulletins(&self) -> Result<usize, HousekeepingError> {
         let mut refreshed = 0;
         for context in &self.contexts {
             if self.refresh_bulletin(context).await? {
@@ -160,8 +228,9 @@ impl Housekeeping {
     }
 
     /// Rewrites the bulletin of `context` unless its memories are unchanged since the
-    /// last one; returns whether it was rewritten.
-    pub async fn refresh_bulletin(&self, context: &str) -> Result<bool> {
+    /// last one; returns whether it was rewritten. A context without memories gets an
+    /// empty bulletin without a model call.
+    pub async fn refresh_bulletin(&self, context: &str) -> Result<bool, HousekeepingError> {
         let fingerprint = self.memories.fingerprint(context).await?;
         if let Some(cached) = self.bulletins.get(context)?
             && cached.fingerprint == fingerprint
@@ -189,11 +258,14 @@ impl Housekeeping {
                 temperature: Some(0.2),
                 stream: false,
             };
-            let completion =
-                self.provider.complete_boxed(&request, &NoopSink).await.context("can't write the memory bulletin")?;
+            let completion = self
+                .provider
+                .complete_boxed(&request, &NoopSink)
+                .await
+                .map_err(|reason| HousekeepingError::BulletinWriting { reason })?;
             completion.content.trim().to_owned()
         };
-        self.bulletins.put(context, &Bulletin { content, fingerprint, generated_at: unix_now() })?;
+        self.bulletins.put(context, &Bulletin { content, fingerprint, generated_at: self.now() })?;
         Ok(true)
     }
 }

@@ -1,14 +1,17 @@
-//! The files channels make: inbound attachments saved under their session's data
-//! directory, and the workspaces of user and group contexts.
+//! The files the chat channels make: inbound attachments saved under their session's
+//! data directory (core's [`AttachmentStore`]), and the workspaces of user and group
+//! contexts (core's [`ContextWorkspaces`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use squidbot_channels::{Attachment, AttachmentData, AttachmentError, AttachmentStore};
+use squidbot_core::attachments::{Attachment, AttachmentData, AttachmentError, AttachmentStore};
 use squidbot_core::clock::{Clock, SystemClock};
 use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaceError, ContextWorkspaces};
-use squidbot_store::{FsWorkspace, encode_key};
+
+use crate::key::encode_key;
+use crate::workspace::FsWorkspace;
 
 /// Prompt files a new user or group workspace starts with, copied from the owner's: who
 /// the assistant is and how it works, not who the owner is (`USER.md`, `MEMORY.md` and
