@@ -18,7 +18,8 @@ use std::time::{Duration, SystemTime};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use squidbot_core::clock::unix_seconds;
+use squidbot_core::clock::{Clock, unix_seconds};
+use squidbot_core::sync::lock;
 use squidbot_core::webhook::{WebhookHandler, WebhookRequest, WebhookResponse, status};
 use squidbot_types::Secret;
 use tokio::sync::{mpsc, oneshot};
@@ -63,12 +64,13 @@ pub struct WebhookChannel {
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     callbacks: Mutex<HashMap<String, String>>,
     http: reqwest::Client,
+    clock: Arc<dyn Clock>,
 }
 
 impl WebhookChannel {
-    /// The webhook `name`, checking signatures with `secret` and answering a request
-    /// `202` when its reply takes longer than `reply_timeout`.
-    pub fn new(name: &str, secret: Secret, reply_timeout: Duration) -> Self {
+    /// The webhook `name`, checking signatures with `secret` against the time on `clock`
+    /// and answering a request `202` when its reply takes longer than `reply_timeout`.
+    pub fn new(name: &str, secret: Secret, reply_timeout: Duration, clock: Arc<dyn Clock>) -> Self {
         let (queue, incoming) = mpsc::channel(QUEUE);
         Self {
             name: name.to_owned(),
@@ -79,6 +81,7 @@ impl WebhookChannel {
             waiting: Mutex::new(HashMap::new()),
             callbacks: Mutex::new(HashMap::new()),
             http: reqwest::Client::new(),
+            clock,
         }
     }
 
@@ -113,7 +116,8 @@ impl WebhookChannel {
         if request.body.len() > MAX_BODY_BYTES {
             return refuse(status::PAYLOAD_TOO_LARGE, format!("the body is over {MAX_BODY_BYTES} bytes"));
         }
-        if let Err(error) = self.verify(&request, SystemTime::now()) {
+        let now = self.clock.now();
+        if let Err(error) = self.verify(&request, now) {
             return refuse(status::UNAUTHORIZED, format!("can't accept the request: {error}"));
         }
         let posted: Posted = match serde_json::from_slice(&request.body) {
@@ -126,14 +130,14 @@ impl WebhookChannel {
         let id = posted.id.filter(|id| !id.trim().is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let (reply, replied) = oneshot::channel();
         {
-            let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut waiting = lock(&self.waiting);
             if waiting.contains_key(&id) {
                 return refuse(status::CONFLICT, format!("message {id} is already being answered"));
             }
             waiting.insert(id.clone(), reply);
         }
         if let Some(url) = &posted.callback_url {
-            self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), url.clone());
+            lock(&self.callbacks).insert(id.clone(), url.clone());
         }
         let message = InboundMessage {
             channel: self.name.clone(),
@@ -147,7 +151,7 @@ impl WebhookChannel {
             text: posted.text,
             mentions_bot: true,
             attachments: Vec::new(),
-            received_at: jiff::Timestamp::now(),
+            received_at: jiff::Timestamp::try_from(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
         };
         if self.queue.try_send(message).is_err() {
             self.forget(&id);
@@ -159,9 +163,8 @@ impl WebhookChannel {
                 WebhookResponse { status: status::OK, body }
             }
             Ok(Err(_)) | Err(_) => {
-                self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
-                let callback =
-                    self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&id);
+                lock(&self.waiting).remove(&id);
+                let callback = lock(&self.callbacks).contains_key(&id);
                 WebhookResponse {
                     status: status::ACCEPTED,
                     body: json!({"id": id, "status": "accepted", "callback": callback}),
@@ -171,8 +174,8 @@ impl WebhookChannel {
     }
 
     fn forget(&self, id: &str) {
-        self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
-        self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
+        lock(&self.waiting).remove(id);
+        lock(&self.callbacks).remove(id);
     }
 }
 
@@ -207,13 +210,13 @@ impl Channel for WebhookChannel {
         let id = message.reply_to.clone().unwrap_or_default();
         let sent = SentMessage { conversation: message.conversation.clone(), platform_message_id: id.clone() };
         let body = reply_body(&id, message).await?;
-        let waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        let waiting = lock(&self.waiting).remove(&id);
         if let Some(waiting) = waiting
             && waiting.send(body.clone()).is_ok()
         {
             return Ok(sent);
         }
-        let callback = self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        let callback = lock(&self.callbacks).remove(&id);
         let Some(url) = callback else {
             tracing::warn!(channel = %self.name, %id, "a reply came after the request was answered and it had no callback_url; dropped");
             return Ok(sent);
@@ -229,7 +232,7 @@ impl Channel for WebhookChannel {
         let status = response.status();
         if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             // Kept for the retry the manager makes.
-            self.callbacks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), url.clone());
+            lock(&self.callbacks).insert(id.clone(), url.clone());
             return Err(ChannelError::transient(format!("can't post the reply to {url}: {status}")));
         }
         if !status.is_success() {
@@ -290,6 +293,8 @@ impl WebhookHandler for Webhooks {
 mod tests {
     use std::time::UNIX_EPOCH;
 
+    use squidbot_core::clock::{FixedClock, SystemClock};
+
     use super::*;
 
     /// The signature header's value for `body` signed at `timestamp`.
@@ -316,7 +321,7 @@ mod tests {
 
     #[test]
     fn signatures_are_checked_over_time_and_body() {
-        let channel = WebhookChannel::new("hook", Secret::new("s3cret"), Duration::from_secs(1));
+        let channel = WebhookChannel::new("hook", Secret::new("s3cret"), Duration::from_secs(1), Arc::new(SystemClock));
         let now = SystemTime::now();
         let stamp = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
         let body = br#"{"sender":"ci","text":"hi"}"#;
@@ -366,10 +371,37 @@ mod tests {
     #[tokio::test]
     async fn a_request_with_a_bad_signature_is_refused_before_its_body_is_read() {
         let mut webhooks = Webhooks::default();
-        webhooks.add(Arc::new(WebhookChannel::new("hook", Secret::new("s3cret"), Duration::from_secs(1))));
+        webhooks.add(Arc::new(WebhookChannel::new(
+            "hook",
+            Secret::new("s3cret"),
+            Duration::from_secs(1),
+            Arc::new(SystemClock),
+        )));
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
         let response = webhooks.handle(request(stamp, &sign("wrong", stamp, b"not json"), b"not json")).await;
         assert_eq!(response.status, status::UNAUTHORIZED);
         assert_eq!(response.body, json!({"error": "can't accept the request: the signature does not match"}));
+    }
+
+    #[tokio::test]
+    async fn a_correctly_signed_request_replayed_an_hour_later_by_the_channels_clock_is_refused() {
+        let signed_at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let later = FixedClock(signed_at + Duration::from_secs(3_600));
+        let mut webhooks = Webhooks::default();
+        webhooks.add(Arc::new(WebhookChannel::new(
+            "hook",
+            Secret::new("s3cret"),
+            Duration::from_secs(1),
+            Arc::new(later),
+        )));
+        let stamp = 1_800_000_000;
+        let body = br#"{"sender":"ci","text":"hi"}"#;
+        let response = webhooks.handle(request(stamp, &sign("s3cret", stamp, body), body)).await;
+        assert_eq!(response.status, status::UNAUTHORIZED);
+        assert!(
+            response.body["error"].as_str().is_some_and(|error| error.contains("five minutes")),
+            "{}",
+            response.body
+        );
     }
 }

@@ -52,8 +52,8 @@ pub fn start(
             let secret = settings::credential(channel.secret.as_ref(), channel.secret_env.as_ref())
                 .map_err(|problem| anyhow!("channels.{name}.secret_env {problem}"))?
                 .ok_or_else(|| anyhow!("channels.{name}: a webhook channel needs secret or secret_env"))?;
-            let hook =
-                Arc::new(WebhookChannel::new(name, secret, Duration::from_secs(channel.reply_timeout_secs.max(1))));
+            let reply_timeout = Duration::from_secs(channel.reply_timeout_secs.max(1));
+            let hook = Arc::new(WebhookChannel::new(name, secret, reply_timeout, Arc::new(SystemClock)));
             webhooks.add(hook.clone());
             hook
         } else {
