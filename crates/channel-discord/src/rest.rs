@@ -2,7 +2,7 @@
 //! edits, typing and reactions; failures classified by status, 429s remembered per route.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, USER_AGENT};
@@ -11,6 +11,7 @@ use reqwest::{RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use squidbot_channels::{Attachment, ChannelError, OutboundMessage, ReadAttachment};
+use squidbot_core::sync::lock;
 use tokio::time::Instant;
 
 use crate::settings::DiscordSettings;
@@ -193,7 +194,7 @@ impl Rest {
 
     fn check_limit(&self, route: &str, action: &str) -> Result<(), ChannelError> {
         let now = Instant::now();
-        let mut limits = self.limited_until.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut limits = lock(&self.limited_until);
         limits.retain(|_route, until| *until > now);
         let until = [limits.get("global"), limits.get(route)].into_iter().flatten().max().copied();
         match until {
@@ -209,7 +210,7 @@ impl Rest {
     }
 
     fn remember_limit(&self, key: &str, retry_after: Duration) {
-        let mut limits = self.limited_until.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut limits = lock(&self.limited_until);
         limits.insert(key.to_owned(), Instant::now() + retry_after);
     }
 }

@@ -75,7 +75,7 @@ pub(crate) struct Threads {
 impl Threads {
     /// Remembers a mail of `conversation_id` as its latest.
     pub(crate) fn remember(&self, conversation_id: &str, entry: ThreadEntry) {
-        let mut remembered = self.remembered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut remembered = squidbot_core::sync::lock(&self.remembered);
         let message_id = entry.message_id.clone();
         if remembered.by_message.insert(message_id.clone(), entry).is_none() {
             remembered.order.push_back(message_id.clone());
@@ -96,7 +96,7 @@ impl Threads {
     /// The mail a reply answers: `reply_to` if remembered, else the conversation's
     /// latest.
     pub(crate) fn reply_target(&self, reply_to: Option<&str>, conversation_id: &str) -> Option<ThreadEntry> {
-        let remembered = self.remembered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let remembered = squidbot_core::sync::lock(&self.remembered);
         reply_to
             .and_then(|id| remembered.by_message.get(id))
             .or_else(|| {

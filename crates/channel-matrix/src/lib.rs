@@ -138,11 +138,11 @@ impl MatrixChannel {
     }
 
     fn remember_own_event(&self, event_id: &str) {
-        self.own_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(event_id);
+        squidbot_core::sync::lock(&self.own_events).insert(event_id);
     }
 
     fn is_known_own_event(&self, event_id: &str) -> bool {
-        self.own_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ids.contains(event_id)
+        squidbot_core::sync::lock(&self.own_events).ids.contains(event_id)
     }
 }
 

@@ -210,7 +210,7 @@ impl ChannelManager {
                 Err(error) => error,
             };
             let restart = {
-                let mut random = self.random.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut random = squidbot_core::sync::lock(&self.random);
                 backoff.after_failure(&error, began.elapsed(), random.as_mut())
             };
             match restart {
@@ -237,7 +237,7 @@ impl ChannelManager {
     /// Remembers where a channel session talks, so messages posted to it outside a turn
     /// reach the conversation.
     fn remember_destination(&self, session_key: &str, channel: &str, conversation: &Conversation) {
-        let mut destinations = self.destinations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut destinations = squidbot_core::sync::lock(&self.destinations);
         let fresh = destinations
             .insert(
                 session_key.to_owned(),
@@ -250,7 +250,7 @@ impl ChannelManager {
     }
 
     fn destination(&self, session_key: &str) -> Option<Destination> {
-        let destinations = self.destinations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let destinations = squidbot_core::sync::lock(&self.destinations);
         destinations.get(session_key).cloned()
     }
 

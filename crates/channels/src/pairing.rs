@@ -125,7 +125,7 @@ impl fmt::Debug for MemoryPendingCodes {
 impl MemoryPendingCodes {
     fn state(&self) -> std::sync::MutexGuard<'_, MemoryCodes> {
         // The state stays consistent between statements, so a panic elsewhere leaves it usable.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        squidbot_core::sync::lock(&self.state)
     }
 }
 
@@ -208,7 +208,7 @@ impl PairingCodes {
     }
 
     fn draw(&self) -> String {
-        let mut random = self.random.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut random = squidbot_core::sync::lock(&self.random);
         new_code(random.as_mut())
     }
 

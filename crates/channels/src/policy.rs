@@ -252,7 +252,7 @@ impl AccessPolicy {
 
     fn refuse(&self, reason: DenyReason, sender: &str) -> Decision {
         let reply = self.config.refusal.as_ref().filter(|_| {
-            let mut log = self.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut log = squidbot_core::sync::lock(&self.refusals);
             log.may_reply(sender, self.clock.now())
         });
         Decision::Refuse { reason, reply: reply.cloned() }

@@ -12,7 +12,7 @@ mod snapshot;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
@@ -297,7 +297,7 @@ impl SkillCatalog {
                 break;
             }
             state.waiting += 1;
-            state = flights.landed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state = squidbot_core::sync::wait(&flights.landed, state);
             state.waiting -= 1;
         }
         state.started += 1;

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use jiff::Timestamp;
@@ -18,6 +18,7 @@ use squidbot_core::BoxFuture;
 use squidbot_core::clock::SystemClock;
 use squidbot_core::jobs::{DynJobStore, Job, JobKind, JobRequest, JobStore, new_user_job};
 use squidbot_core::scheduler::{JobExecutor, JobRunError, RunTrigger, Scheduler, SchedulerHandle, SchedulerSettings};
+use squidbot_core::sync::lock;
 use squidbot_store::{Database, SqliteJobStore};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -82,7 +83,7 @@ struct StampingExecutor {
 impl JobExecutor for StampingExecutor {
     fn execute<'a>(&'a self, job: &'a Job, _trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>> {
         let now = SystemTime::now();
-        self.started.lock().unwrap_or_else(PoisonError::into_inner).insert(job.id.clone(), now);
+        lock(&self.started).insert(job.id.clone(), now);
         self.runs.fetch_add(1, Ordering::SeqCst);
         self.ran.notify_one();
         Box::pin(async { Ok(()) })
@@ -197,7 +198,7 @@ async fn bench(total: usize, idle_seconds: usize, due_jobs: usize) -> Outcome<()
     while executor.runs.load(Ordering::SeqCst) < due_jobs && Instant::now() < limit {
         tokio::time::timeout(Duration::from_millis(100), executor.ran.notified()).await.ok();
     }
-    let started = executor.started.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let started = lock(&executor.started).clone();
     let mut latencies: Vec<Duration> = due_times
         .iter()
         .filter_map(|(id, due)| started.get(id).map(|at| at.duration_since(*due).unwrap_or_default()))

@@ -103,7 +103,7 @@ impl ContextDirectories {
 
 impl ContextWorkspaces for ContextDirectories {
     fn workspace(&self, context: &str) -> Result<Option<ContextWorkspace>, ContextWorkspaceError> {
-        if let Some(open) = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(context) {
+        if let Some(open) = squidbot_core::sync::lock(&self.open).get(context) {
             return Ok(Some(open.clone()));
         }
         let Some(directory) = self.directory_of(context)? else { return Ok(None) };
@@ -120,7 +120,7 @@ impl ContextWorkspaces for ContextDirectories {
             }
         }
         let workspace = ContextWorkspace { path: directory.clone(), files: Arc::new(FsWorkspace::new(directory)) };
-        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut open = squidbot_core::sync::lock(&self.open);
         if open.len() >= MAX_OPEN_CONTEXTS {
             open.retain(|_, workspace| Arc::strong_count(&workspace.files) > 1);
         }

@@ -6,10 +6,11 @@ mod migrations;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
+use squidbot_core::sync::lock;
 
 pub use migrations::SCHEMA_VERSION;
 
@@ -157,7 +158,7 @@ impl Database {
     pub(crate) fn with_connection<T>(&self, work: impl FnOnce(&mut Connection) -> T) -> T {
         // A panic while the lock was held can't leave the connection half-changed: an
         // open transaction is rolled back when its guard unwinds.
-        let mut connection = self.shared.connection.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut connection = lock(&self.shared.connection);
         work(&mut connection)
     }
 

@@ -1,10 +1,11 @@
 //! `IndexedSessionStore`: a session store that keeps the SQLite session index (status,
 //! activity) in step with the JSONL transcripts it forwards to.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use squidbot_core::clock::Clock;
 use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
+use squidbot_core::sync::lock;
 use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
 use tokio::sync::oneshot;
 
@@ -74,7 +75,7 @@ impl IndexWriter {
     fn submit(writer: &Arc<Self>, update: ActivityUpdate) -> oneshot::Receiver<Result<bool, String>> {
         let (done, recorded) = oneshot::channel();
         let start = {
-            let mut pending = writer.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut pending = lock(&writer.pending);
             pending.updates.push((update, done));
             !std::mem::replace(&mut pending.writing, true)
         };
@@ -90,7 +91,7 @@ impl IndexWriter {
     fn write_all(&self) {
         loop {
             let batch = {
-                let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut pending = lock(&self.pending);
                 if pending.updates.is_empty() {
                     pending.writing = false;
                     return;

@@ -7,9 +7,10 @@ mod parse;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
+use squidbot_core::sync::lock;
 use squidbot_types::session::{SessionEntry, SessionHeader};
 use tokio::sync::OwnedMutexGuard;
 
@@ -144,7 +145,7 @@ impl SessionStore for JsonlSessionStore {
         let line = encode_lines(std::slice::from_ref(header), key, "create")?;
         let _guard = self.locks.acquire(&file_stem).await;
         file::create_session(&self.sessions_dir, &path, key, &line)?;
-        self.unsynced_entries.lock().unwrap_or_else(PoisonError::into_inner).insert(file_stem);
+        lock(&self.unsynced_entries).insert(file_stem);
         Ok(())
     }
 
@@ -164,13 +165,12 @@ impl SessionStore for JsonlSessionStore {
                 // mid-write the lock is still held until the write is finished.
                 run_blocking("append to", key, move || {
                     file::append_lines(&path, &owned_key, lines, Durability::Synced)?;
-                    let new_entry =
-                        unsynced_entries.lock().unwrap_or_else(PoisonError::into_inner).contains(&file_stem);
+                    let new_entry = lock(&unsynced_entries).contains(&file_stem);
                     if new_entry {
                         directory_sync
                             .sync(&directory)
                             .map_err(|error| file::io_error("append to", &owned_key, &directory, &error))?;
-                        unsynced_entries.lock().unwrap_or_else(PoisonError::into_inner).remove(&file_stem);
+                        lock(&unsynced_entries).remove(&file_stem);
                     }
                     drop(guard);
                     Ok(())
@@ -202,7 +202,7 @@ impl KeyLocks {
         let lock = {
             // The map is consistent after any panic (inserts and removals are atomic),
             // so a poisoned lock is safe to keep using.
-            let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut locks = lock(&self.locks);
             // A lock only the map refers to has no holder and no waiter: drop it so the
             // map does not grow with every session ever touched.
             locks.retain(|_, lock| Arc::strong_count(lock) > 1);

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use squidbot_core::freshness::is_racy;
+use squidbot_core::sync::lock;
 use squidbot_core::workspace::WorkspaceFiles;
 
 /// Largest workspace file read, in bytes: these files go into prompts.
@@ -167,7 +168,7 @@ impl FsWorkspace {
         // Kept with what `stat` said after opening and the time before: a write while
         // reading moves the mtime to that time or later, so the entry is not trusted then.
         if HAS_IDENTITY && size <= MAX_CACHED_FILE_BYTES {
-            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut cache = lock(&self.cache);
             if cache.files.len() < MAX_CACHED_FILES || cache.files.contains_key(name) {
                 cache
                     .files
@@ -213,7 +214,7 @@ impl FsWorkspace {
     fn canonical_root(&self) -> Result<PathBuf, Refusal> {
         let identity = Stamp::of(&fs::metadata(&self.root).map_err(Refusal::Root)?);
         let known = {
-            let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let cache = lock(&self.cache);
             cache.root.as_ref().filter(|known| known.identity == identity.identity).map(|known| known.path.clone())
         };
         if let Some(path) = known
@@ -223,7 +224,7 @@ impl FsWorkspace {
             return Ok(path);
         }
         let path = self.root.canonicalize().map_err(Refusal::Root)?;
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = lock(&self.cache);
         cache.root = Some(CanonicalRoot { identity: identity.identity, path: path.clone() });
         Ok(path)
     }
@@ -231,13 +232,13 @@ impl FsWorkspace {
     /// The text read before from the file `stamp` describes, unless it may have changed
     /// since without the stamp showing it.
     fn cached(&self, name: &str, stamp: &Stamp) -> Option<String> {
-        let cached = self.cache.lock().unwrap_or_else(PoisonError::into_inner).files.get(name).cloned()?;
+        let cached = lock(&self.cache).files.get(name).cloned()?;
         (cached.stamp == *stamp && !is_racy(stamp.modified, cached.read_at)).then(|| String::from(&*cached.text))
     }
 
     #[cfg(test)]
     fn count_open(&self) {
-        self.cache.lock().unwrap_or_else(PoisonError::into_inner).opened += 1;
+        lock(&self.cache).opened += 1;
     }
 
     #[cfg(not(test))]

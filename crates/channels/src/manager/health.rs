@@ -37,7 +37,7 @@ impl HealthBook {
     }
 
     fn update(&self, name: &str, change: impl FnOnce(&mut ChannelHealth)) {
-        let mut channels = self.channels.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut channels = squidbot_core::sync::lock(&self.channels);
         if let Some(health) = channels.get_mut(name) {
             change(health);
         }
@@ -85,7 +85,7 @@ impl HealthBook {
     }
 
     pub(super) fn snapshot(&self) -> Vec<ChannelHealth> {
-        let channels = self.channels.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let channels = squidbot_core::sync::lock(&self.channels);
         self.order.iter().filter_map(|name| channels.get(name).cloned()).collect()
     }
 }

@@ -42,7 +42,7 @@ impl ChannelManager {
             return;
         };
         let first_time = {
-            let mut dedup = self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut dedup = squidbot_core::sync::lock(&self.dedup);
             dedup.first_time(&message.channel, &message.platform_message_id)
         };
         if !first_time {

@@ -2,9 +2,10 @@
 //! directory entries durable, and one `fsync` of the directory covers every entry made
 //! before it started.
 
+use squidbot_core::sync::lock;
 use std::io;
 use std::path::Path;
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Condvar, Mutex};
 
 use super::file::sync_directory;
 
@@ -30,14 +31,14 @@ impl DirectorySync {
     /// Syncs started so far.
     #[cfg(test)]
     pub(crate) fn started(&self) -> u64 {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).started
+        lock(&self.state).started
     }
 
     /// Returns once a sync of `directory` that started after this call arrived has
     /// succeeded: every entry created before the call is then durable. Blocks; call from
     /// a blocking thread.
     pub(crate) fn sync(&self, directory: &Path) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&self.state);
         // A sync already running may have read the directory before this call's entry
         // was made: only a later one counts.
         let needed = state.started + 1;
@@ -48,14 +49,14 @@ impl DirectorySync {
             if !state.running {
                 break;
             }
-            state = self.finished.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state = squidbot_core::sync::wait(&self.finished, state);
         }
         state.started += 1;
         let number = state.started;
         state.running = true;
         drop(state);
         let result = sync_directory(directory);
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&self.state);
         state.running = false;
         // A failed sync helps no one: the callers waiting on it start their own and get
         // their own error.

@@ -2,10 +2,11 @@
 //! and ranking by BM25.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use rusqlite::Connection;
 use squidbot_core::memory::Ranked;
+use squidbot_core::sync::lock;
 
 /// Distinct words of a query used at most; the rest add cost and little ranking.
 const MAX_QUERY_WORDS: usize = 64;
@@ -58,7 +59,7 @@ impl Counted {
 impl TermFrequencies {
     /// Rows containing `word`.
     fn rows(&self, connection: &Connection, word: &str, size: u64) -> rusqlite::Result<u64> {
-        let cached = self.counts.lock().unwrap_or_else(PoisonError::into_inner).get(word).copied();
+        let cached = lock(&self.counts).get(word).copied();
         if let Some(counted) = cached.filter(|counted| counted.is_fresh(size)) {
             return Ok(counted.rows);
         }
@@ -67,7 +68,7 @@ impl TermFrequencies {
             .prepare_cached("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1")?
             .query_row([expression], |row| row.get(0))?;
         let rows = u64::try_from(rows).unwrap_or(0);
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = lock(&self.counts);
         if counts.len() >= MAX_CACHED_TERMS {
             counts.clear();
         }
