@@ -141,6 +141,9 @@ async fn soak_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
         "at the end (+ 2 s): {end}; {:+.1} MiB over idle",
         (end.resident_kib as f64 - idle.resident_kib as f64) / 1024.0
     );
+    if let Some(long) = soak::largest_session(&home.path().join("sessions"))? {
+        println!("{long}");
+    }
     report_problems("gateway", &home.log());
     report_problems("provider", &provider_log);
     drop(gateway);

@@ -135,6 +135,11 @@ impl Home {
         Ok(Home { directory })
     }
 
+    /// The home's directory.
+    pub fn path(&self) -> &std::path::Path {
+        self.directory.path()
+    }
+
     /// Where the gateway's stderr goes.
     pub fn log(&self) -> PathBuf {
         self.directory.path().join("gateway.log")

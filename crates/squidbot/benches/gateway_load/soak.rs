@@ -142,3 +142,33 @@ pub fn print(part: &Part) {
         if low == 0 { 0.0 } else { 100.0 * (high - low) as f64 / low as f64 }
     );
 }
+
+/// What the largest session file (the long talk) holds: its entries, its compactions, and
+/// the entries from the latest compaction's first kept one on, which is what an open
+/// session keeps in memory (the compactor's working set).
+pub fn largest_session(directory: &std::path::Path) -> Result<Option<String>> {
+    let mut largest: Option<(u64, std::path::PathBuf)> = None;
+    for entry in std::fs::read_dir(directory).context("can't list the sessions")? {
+        let entry = entry?;
+        let size = entry.metadata()?.len();
+        if largest.as_ref().is_none_or(|(biggest, _)| size > *biggest) {
+            largest = Some((size, entry.path()));
+        }
+    }
+    let Some((size, path)) = largest else { return Ok(None) };
+    let text = std::fs::read_to_string(&path).with_context(|| format!("can't read {}", path.display()))?;
+    let lines: Vec<serde_json::Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+    let entries = lines.iter().filter(|line| line["type"].as_str() != Some("header")).count();
+    let compactions: Vec<&serde_json::Value> =
+        lines.iter().filter(|line| line["type"].as_str() == Some("compaction")).collect();
+    let kept = compactions
+        .last()
+        .and_then(|latest| latest["first_kept"].as_str())
+        .and_then(|first| lines.iter().position(|line| line["id"].as_str() == Some(first)))
+        .map_or(entries, |position| lines.len() - position);
+    Ok(Some(format!(
+        "long session: {entries} entries ({:.1} MiB on disk), {} compactions; {kept} entries after the latest one's first kept entry (what stays in memory)",
+        size as f64 / 1_048_576.0,
+        compactions.len()
+    )))
+}
