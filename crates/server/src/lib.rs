@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use serde_json::Value;
 use squidbot_core::delegation::Delegator;
 use squidbot_core::jobs::DynJobStore;
 use squidbot_core::memory::{Memories, MemoryDocuments};
 use squidbot_core::runs::Runner;
 use squidbot_core::scheduler::JobControl;
 use squidbot_types::config::Config;
+use squidbot_types::skill::SkillSummary;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -92,8 +92,8 @@ pub struct JobServices {
     pub default_zone: String,
 }
 
-/// Lists skills as JSON objects (`name`, `description`, `available`, `location`, ...).
-pub type SkillLister = Arc<dyn Fn() -> Vec<Value> + Send + Sync>;
+/// Lists the skills (`skills.list`).
+pub type SkillLister = Arc<dyn Fn() -> Vec<SkillSummary> + Send + Sync>;
 
 /// Everything the handlers share.
 pub struct Gateway {

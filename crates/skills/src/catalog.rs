@@ -24,6 +24,7 @@ use crate::problem::{ProblemKind, SkillProblem};
 use snapshot::{Found, Input, Snapshot, Stamp};
 use squidbot_core::freshness::is_racy;
 use squidbot_core::sync::lock;
+use squidbot_types::skill::{SkillMissing, SkillRequirements, SkillSummary};
 
 /// Where a skill came from; later variants take precedence over earlier ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -97,6 +98,33 @@ impl Skill {
     /// Its `SKILL.md`.
     pub fn file(&self) -> PathBuf {
         self.directory.join(SKILL_FILE)
+    }
+
+    /// What `squidbot skills list --json` and the gateway's `skills.list` show of it.
+    pub fn summary(&self) -> SkillSummary {
+        let (manifest, missing, requires) = (&self.manifest, &self.missing, &self.manifest.requirements);
+        SkillSummary {
+            always: manifest.always,
+            available: self.available(),
+            description: manifest.description.clone(),
+            file: self.file(),
+            location: self.directory.clone(),
+            missing: SkillMissing {
+                any_bins: missing.any_bins.clone(),
+                bins: missing.bins.clone(),
+                env: missing.env.clone(),
+                os: missing.os.clone(),
+            },
+            name: manifest.name.clone(),
+            overrides: self.overrides.iter().map(|source| source.as_str().to_owned()).collect(),
+            requires: SkillRequirements {
+                any_bins: requires.any_bins.clone(),
+                bins: requires.bins.clone(),
+                env: requires.env.clone(),
+                os: requires.os.clone(),
+            },
+            source: self.source.as_str().to_owned(),
+        }
     }
 }
 

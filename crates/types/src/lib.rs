@@ -10,6 +10,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod secret;
 pub mod session;
+pub mod skill;
 pub mod tool;
 
 pub use message::{ChatMessage, ImageRef, ToolCall, Usage};

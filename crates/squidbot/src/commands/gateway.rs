@@ -85,7 +85,7 @@ fn skill_lister(environment: &Environment) -> squidbot_server::SkillLister {
         if !enabled {
             return Vec::new();
         }
-        catalog.discover().skills.iter().map(crate::commands::skills::skill_json).collect()
+        catalog.discover().skills.iter().map(squidbot_skills::Skill::summary).collect()
     })
 }
 

@@ -1,7 +1,6 @@
 //! `squidbot skills list|show|install`.
 
 use anyhow::{Context as _, Result, bail};
-use serde_json::json;
 use squidbot_skills::install::GIT_TIMEOUT;
 use squidbot_skills::{Discovery, InstallIsolation as _, InstallRequest, SandboxedInstall, Skill, SkillProblem};
 
@@ -30,27 +29,10 @@ fn discover(environment: &Environment) -> Discovery {
     discovery
 }
 
-/// One skill as JSON (`skills list --json`, the gateway's `skills.list`).
-pub(crate) fn skill_json(skill: &Skill) -> serde_json::Value {
-    let manifest = &skill.manifest;
-    json!({
-        "name": manifest.name,
-        "description": manifest.description,
-        "source": skill.source,
-        "available": skill.available(),
-        "missing": skill.missing,
-        "location": skill.directory,
-        "file": skill.file(),
-        "always": manifest.always,
-        "requires": manifest.requirements,
-        "overrides": skill.overrides,
-    })
-}
-
 fn list(environment: &Environment, as_json: bool) -> Result<()> {
     let discovery = discover(environment);
     if as_json {
-        let skills: Vec<_> = discovery.skills.iter().map(skill_json).collect();
+        let skills: Vec<_> = discovery.skills.iter().map(Skill::summary).collect();
         println!("{}", serde_json::to_string_pretty(&skills)?);
         return Ok(());
     }
