@@ -21,11 +21,12 @@ pub const APPLICATION_ID: i32 = 0x5351_4442;
 /// How long a statement waits for a lock held by another process before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Page cache size in KiB (negative `cache_size` means KiB). Reads go through `mmap`
-/// (below), so the cache mostly holds the pages write transactions touch; a small bound
-/// keeps a long-running gateway's memory flat (64 MiB let the session index's pages pile
-/// up: about 115 bytes per session ever opened) without slowing recall.
-const CACHE_KIB: i64 = 4 * 1024;
+/// Page cache size in KiB (negative `cache_size` means KiB), SQLite's own default. Reads
+/// go through `mmap` (below), so the cache holds only the pages write transactions touch;
+/// a small bound keeps a long-running gateway's memory flat (64 MiB let the session
+/// index's pages pile up: about 115 bytes per session ever opened) without slowing
+/// recall (BENCHMARKS.md).
+const CACHE_KIB: i64 = 2 * 1024;
 
 /// Bytes of the file read through `mmap`: recall reads the full-text and vector
 /// indexes without copying them through the page cache.
