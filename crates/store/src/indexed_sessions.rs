@@ -225,7 +225,17 @@ mod tests {
         let entries = index.list().unwrap();
         assert_eq!(entries.len(), 50);
         assert!(entries.iter().all(|entry| entry.message_count == 3 && entry.context == "owner"), "{entries:?}");
-        assert!(!store.index.pending.lock().unwrap().writing, "the writer stops once the queue is empty");
+        // The writer answers a batch, then finds the queue empty and stops: give it that
+        // moment (the last answer can arrive before it looks again).
+        let mut writing = true;
+        for _ in 0..200 {
+            writing = store.index.pending.lock().unwrap().writing;
+            if !writing {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert!(!writing, "the writer stops once the queue is empty");
     }
 
     #[tokio::test]
