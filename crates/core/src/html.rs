@@ -60,6 +60,49 @@ fn display(name: &str) -> Display {
 
 /// Whether a link to `href` goes nowhere a reader could follow: empty, a place on the
 /// same page, or script.
+/// What the Markdown and the plain-text writers share: text goes into `out` after what is
+/// owed before it (`flush`: line breaks, markers, a space), and every line of
+/// preformatted text starts with the line's markers.
+trait Flow {
+    /// The text written so far.
+    fn out(&mut self) -> &mut String;
+    /// Writes what is owed before the next text.
+    fn flush(&mut self);
+    /// Writes what starts a new line (quote markers).
+    fn push_line_start(&mut self);
+    /// Notes that a space is owed before the next text.
+    fn want_space(&mut self);
+
+    /// Writes preformatted text as it stands, line starts after each line break.
+    fn write_as_is(&mut self, text: &str) {
+        self.flush();
+        for character in text.chars() {
+            self.out().push(character);
+            if character == '\n' {
+                self.push_line_start();
+            }
+        }
+    }
+
+    /// Writes flowing text: each run of whitespace becomes one owed space.
+    fn write_flowing(&mut self, text: &str) {
+        for character in text.chars() {
+            if character.is_whitespace() {
+                self.want_space();
+            } else {
+                self.flush();
+                self.out().push(character);
+            }
+        }
+    }
+}
+
+/// `text` without the line break that HTML drops right after `<pre>`, when it is the
+/// first text of the `<pre>` (`pre_started`, which this clears).
+fn after_pre_start(pre_started: &mut bool, text: String) -> String {
+    if std::mem::take(pre_started) { text.strip_prefix('\n').map(str::to_owned).unwrap_or(text) } else { text }
+}
+
 /// The marker that starts a list item inside `lists` (one entry per open list: the next
 /// number of an ordered one, `None` for bullets), indented two spaces per outer list;
 /// an ordered list's number moves on.

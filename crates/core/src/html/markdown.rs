@@ -4,7 +4,7 @@
 
 use crate::html::entities;
 use crate::html::tokenizer::{Tag, Token, Tokenizer};
-use crate::html::{Display, SKIPPED, Skipping, collapse_whitespace, display, is_dead_link};
+use crate::html::{Display, Flow, SKIPPED, Skipping, after_pre_start, collapse_whitespace, display, is_dead_link};
 
 /// A converted page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,29 +136,11 @@ impl<'a> Writer<'a> {
             return;
         }
         if self.preformatted > 0 {
-            // HTML drops a line break right after `<pre>`.
-            let decoded = if std::mem::take(&mut self.pre_started) {
-                decoded.strip_prefix('\n').map(str::to_owned).unwrap_or(decoded)
-            } else {
-                decoded
-            };
-            self.flush();
-            for character in decoded.chars() {
-                self.out.push(character);
-                if character == '\n' {
-                    self.push_line_start();
-                }
-            }
+            let decoded = after_pre_start(&mut self.pre_started, decoded);
+            self.write_as_is(&decoded);
             return;
         }
-        for character in decoded.chars() {
-            if character.is_whitespace() {
-                self.space_wanted = true;
-            } else {
-                self.flush();
-                self.out.push(character);
-            }
-        }
+        self.write_flowing(&decoded);
     }
 
     fn open(&mut self, tag: &Tag) {
@@ -349,5 +331,23 @@ impl<'a> Writer<'a> {
         }
         let title = self.title.map(|title| collapse_whitespace(&title)).filter(|title| !title.is_empty());
         Document { title, markdown }
+    }
+}
+
+impl Flow for Writer<'_> {
+    fn out(&mut self) -> &mut String {
+        &mut self.out
+    }
+
+    fn flush(&mut self) {
+        Writer::flush(self);
+    }
+
+    fn push_line_start(&mut self) {
+        Writer::push_line_start(self);
+    }
+
+    fn want_space(&mut self) {
+        self.space_wanted = true;
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::html::entities;
 use crate::html::tokenizer::{Tag, Token, Tokenizer};
-use crate::html::{Display, SKIPPED, Skipping, display, is_dead_link};
+use crate::html::{Display, Flow, SKIPPED, Skipping, after_pre_start, display, is_dead_link};
 
 /// Where the lines of the plain text come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,32 +165,13 @@ impl Writer {
             return;
         }
         if self.preformatted > 0 {
-            // HTML drops a line break right after `<pre>`.
-            let decoded = if std::mem::take(&mut self.pre_started) {
-                decoded.strip_prefix('\n').map(str::to_owned).unwrap_or(decoded)
-            } else {
-                decoded
-            };
-            if decoded.is_empty() {
-                return;
-            }
-            self.flush();
-            for character in decoded.chars() {
-                self.out.push(character);
-                if character == '\n' {
-                    self.push_line_start();
-                }
+            let decoded = after_pre_start(&mut self.pre_started, decoded);
+            if !decoded.is_empty() {
+                self.write_as_is(&decoded);
             }
             return;
         }
-        for character in decoded.chars() {
-            if character.is_whitespace() {
-                self.space_wanted = true;
-            } else {
-                self.flush();
-                self.out.push(character);
-            }
-        }
+        self.write_flowing(&decoded);
     }
 
     /// Writes owed line breaks and the prefix, but not an owed space (it belongs to the
@@ -348,4 +329,22 @@ fn is_shown(href: &str) -> bool {
     }
     let scheme = href.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase());
     matches!(scheme.as_deref(), Some("http" | "https" | "mailto"))
+}
+
+impl Flow for Writer {
+    fn out(&mut self) -> &mut String {
+        &mut self.out
+    }
+
+    fn flush(&mut self) {
+        Writer::flush(self);
+    }
+
+    fn push_line_start(&mut self) {
+        Writer::push_line_start(self);
+    }
+
+    fn want_space(&mut self) {
+        self.space_wanted = true;
+    }
 }
