@@ -72,6 +72,17 @@ trait Flow {
     fn push_line_start(&mut self);
     /// Notes that a space is owed before the next text.
     fn want_space(&mut self);
+    /// Notes that at least `count` line breaks are owed before the next text.
+    fn want_newlines(&mut self, count: usize);
+
+    /// The line breaks owed at the start or end of element `name`.
+    fn block_edge(&mut self, name: &str) {
+        match display(name) {
+            Display::Paragraph => self.want_newlines(2),
+            Display::Line => self.want_newlines(1),
+            Display::Inline => {}
+        }
+    }
 
     /// Writes preformatted text as it stands, line starts after each line break.
     fn write_as_is(&mut self, text: &str) {

@@ -4,7 +4,7 @@
 
 use crate::html::entities;
 use crate::html::tokenizer::{Tag, Token, Tokenizer};
-use crate::html::{Display, Flow, SKIPPED, Skipping, after_pre_start, collapse_whitespace, display, is_dead_link};
+use crate::html::{Flow, SKIPPED, Skipping, after_pre_start, collapse_whitespace, is_dead_link};
 
 /// A converted page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,15 +218,6 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// The line breaks owed at the start or end of element `name`.
-    fn block_edge(&mut self, name: &str) {
-        match display(name) {
-            Display::Paragraph => self.want_newlines(2),
-            Display::Line => self.want_newlines(1),
-            Display::Inline => {}
-        }
-    }
-
     fn close(&mut self, name: &str) {
         match name {
             "title" => self.in_title = false,
@@ -349,5 +340,9 @@ impl Flow for Writer<'_> {
 
     fn want_space(&mut self) {
         self.space_wanted = true;
+    }
+
+    fn want_newlines(&mut self, count: usize) {
+        Writer::want_newlines(self, count);
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::html::entities;
 use crate::html::tokenizer::{Tag, Token, Tokenizer};
-use crate::html::{Display, Flow, SKIPPED, Skipping, after_pre_start, display, is_dead_link};
+use crate::html::{Flow, SKIPPED, Skipping, after_pre_start, is_dead_link};
 
 /// Where the lines of the plain text come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,15 +243,6 @@ impl Writer {
         }
     }
 
-    /// The line breaks owed at the start or end of element `name`.
-    fn block_edge(&mut self, name: &str) {
-        match display(name) {
-            Display::Paragraph => self.want_newlines(2),
-            Display::Line => self.want_newlines(1),
-            Display::Inline => {}
-        }
-    }
-
     fn close(&mut self, name: &str) {
         match name {
             "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => self.want_newlines(2),
@@ -346,5 +337,9 @@ impl Flow for Writer {
 
     fn want_space(&mut self) {
         self.space_wanted = true;
+    }
+
+    fn want_newlines(&mut self, count: usize) {
+        Writer::want_newlines(self, count);
     }
 }
