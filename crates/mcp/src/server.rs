@@ -6,7 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
+    RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -141,31 +145,46 @@ impl Server {
             params = params.with_arguments(arguments);
         }
         let peer = connection.service.peer().clone();
-        // Dropping rmcp's call future (timeout, user stop) sends `notifications/cancelled`.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+            Ok(handle) => handle,
+            Err(error) if McpError::is_connection_loss(&error) => {
+                return Err(self.crash_of(&connection, "the connection closed during a call".into()));
+            }
+            Err(error) => return Err(McpError::from_service(error)),
+        };
+        let id = handle.id.clone();
         let outcome = tokio::select! {
             biased;
-            () = cancel.cancelled() => return Err(McpError::Cancelled),
-            outcome = tokio::time::timeout(self.settings.call_timeout, peer.call_tool_once(params)) => outcome,
+            () = cancel.cancelled() => None,
+            outcome = tokio::time::timeout(self.settings.call_timeout, handle.await_response()) => outcome.ok(),
+        };
+        let Some(outcome) = outcome else {
+            // The server is told before the caller hears back, so the next call cannot
+            // overtake the cancellation on the wire.
+            tell_cancelled(&peer, id).await;
+            if cancel.is_cancelled() {
+                return Err(McpError::Cancelled);
+            }
+            tracing::info!(server = %self.settings.name, tool = remote_name, "MCP call timed out and was cancelled");
+            return Err(McpError::TimedOut { server: self.settings.name.clone(), after: self.settings.call_timeout });
         };
         match outcome {
-            Err(_) => {
-                tracing::info!(server = %self.settings.name, tool = remote_name, "MCP call timed out and was cancelled");
-                Err(McpError::TimedOut { server: self.settings.name.clone(), after: self.settings.call_timeout })
-            }
-            Ok(Err(error)) if McpError::is_connection_loss(&error) => {
+            Err(error) if McpError::is_connection_loss(&error) => {
                 Err(self.crash_of(&connection, "the connection closed during a call".into()))
             }
-            Ok(Err(error)) => Err(McpError::from_service(error)),
-            Ok(Ok(CallToolResponse::Complete(result))) => {
+            Err(error) => Err(McpError::from_service(error)),
+            Ok(ServerResult::CallToolResult(result)) => {
                 self.lock().failures = 0;
                 match render(&result) {
                     (text, false) => Ok(text),
                     (text, true) => Err(McpError::ToolFailed(text)),
                 }
             }
-            Ok(Ok(_)) => Err(McpError::Protocol(
+            Ok(ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_)) => Err(McpError::Protocol(
                 "the server wants more input or started a background task, which squidbot does not support".into(),
             )),
+            Ok(_) => Err(McpError::Protocol("the server answered a tool call with something else".into())),
         }
     }
 
@@ -319,5 +338,18 @@ impl Drop for AbandonedStart<'_> {
                 inner.phase = Phase::Idle;
             }
         }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request nobody waits for any more, and waits (a
+/// little) until it is written.
+async fn tell_cancelled(peer: &Peer<RoleClient>, id: RequestId) {
+    let notification = CancelledNotification::new(CancelledNotificationParam::new(
+        Some(id),
+        Some("the caller stopped waiting".into()),
+    ));
+    let sent = tokio::time::timeout(Duration::from_secs(2), peer.send_notification(notification.into())).await;
+    if !matches!(sent, Ok(Ok(()))) {
+        tracing::debug!("MCP cancellation could not be delivered");
     }
 }

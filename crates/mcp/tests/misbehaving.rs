@@ -8,7 +8,7 @@ use squidbot_mcp::{MAX_RESULT_BYTES, MAX_SCHEMA_BYTES, ServerState};
 use squidbot_types::config::McpServerConfig;
 
 use crate::fake_server::{FakeServer, tool};
-use crate::harness::{call, find, manager, names};
+use crate::harness::{call, context, find, manager, names};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_starts_before_the_tools_are_needed() {
@@ -102,10 +102,38 @@ async fn a_hanging_call_times_out_and_is_cancelled_on_the_server() {
     let error = call(find(&tools, "slow__hang"), json!({})).await.unwrap_err();
     assert_eq!(error, "MCP server slow did not answer within 1s; the call was cancelled");
     assert!(began.elapsed() < Duration::from_secs(3), "{:?}", began.elapsed());
-    // The server heard about the cancellation and still serves other calls.
+    // The server heard about the cancellation before the next call, and still serves it.
     assert_eq!(call(find(&tools, "slow__ping"), json!({})).await.unwrap(), "pong {}");
-    assert!(server.messages().contains(&"notifications/cancelled".to_owned()), "{:?}", server.messages());
+    let messages = server.messages();
+    let cancelled = messages.iter().position(|message| message == "notifications/cancelled");
+    let last_call = messages.iter().rposition(|message| message == "tools/call");
+    assert!(cancelled.is_some() && cancelled < last_call, "{messages:?}");
     assert_eq!(server.launches(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_user_stops_is_cancelled_on_the_server_before_the_stop_returns() {
+    let directory = tempfile::tempdir().unwrap();
+    let server = FakeServer::new(directory.path(), json!([tool("hang"), tool("ping")]), "normal");
+    let mcp = manager(vec![("slow", server.config.clone())], None);
+    let tools = mcp.connect_all().await;
+    let workspace = std::env::temp_dir();
+    let context = context(&workspace);
+    let stop = context.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.cancel();
+    });
+    let began = Instant::now();
+    let error = find(&tools, "slow__hang").call_boxed(json!({}), &context).await.unwrap_err();
+    assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
+    assert!(error.to_string().contains("cancelled"), "{error}");
+    // Told before the stop returned: the next call cannot overtake it.
+    assert_eq!(call(find(&tools, "slow__ping"), json!({})).await.unwrap(), "pong {}");
+    let messages = server.messages();
+    let cancelled = messages.iter().position(|message| message == "notifications/cancelled");
+    let last_call = messages.iter().rposition(|message| message == "tools/call");
+    assert!(cancelled.is_some() && cancelled < last_call, "{messages:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
