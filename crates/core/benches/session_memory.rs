@@ -48,7 +48,12 @@ fn message(role: MessageRole, content: String, model: Option<&str>) -> EntryBody
         content,
         images: Vec::new(),
         model: model.map(str::to_owned),
-        usage: model.map(|_| Usage { input_tokens: 120_000, output_tokens: 3, cached_input_tokens: 0 }),
+        usage: model.map(|_| Usage {
+            input_tokens: 120_000,
+            output_tokens: 3,
+            cached_input_tokens: 0,
+            cache_write_tokens: 0,
+        }),
         interrupted: false,
     }
 }

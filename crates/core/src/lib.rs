@@ -19,6 +19,7 @@ pub mod ids;
 pub mod jobs;
 pub mod leaks;
 pub mod memory;
+pub mod people;
 pub mod provider;
 pub mod random;
 pub mod runs;

@@ -579,7 +579,7 @@ mod tests {
             Ok(Completion {
                 content: format!("echo: {last}"),
                 tool_calls: Vec::new(),
-                usage: Usage { input_tokens: 7, output_tokens: 3, cached_input_tokens: 0 },
+                usage: Usage { input_tokens: 7, output_tokens: 3, cached_input_tokens: 0, cache_write_tokens: 0 },
                 stop_reason: StopReason::EndTurn,
                 model: "fake/echo".into(),
             })

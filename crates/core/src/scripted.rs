@@ -81,7 +81,7 @@ fn answer(content: &str, input_tokens: u64) -> Completion {
     Completion {
         content: content.into(),
         tool_calls: Vec::new(),
-        usage: Usage { input_tokens, output_tokens: 5, cached_input_tokens: 0 },
+        usage: Usage { input_tokens, output_tokens: 5, cached_input_tokens: 0, cache_write_tokens: 0 },
         stop_reason: StopReason::EndTurn,
         model: "fake/model".into(),
     }

@@ -380,7 +380,7 @@ mod tests {
     fn histograms_are_cumulative_and_labels_escaped() {
         let metrics = Metrics::default();
         let usage =
-            |input_tokens, output_tokens| squidbot_types::Usage { input_tokens, output_tokens, cached_input_tokens: 0 };
+            |input_tokens, output_tokens| squidbot_types::Usage { input_tokens, output_tokens, ..Default::default() };
         for (millis, input, output) in [(30, 10, 2), (3000, 5, 1)] {
             metrics.record(&event(TurnEventKind::ModelCall {
                 model: "a/\"b\"".into(),

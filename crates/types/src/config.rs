@@ -9,11 +9,13 @@ use crate::secret::Secret;
 
 mod bus;
 mod channels;
+mod people;
 mod scheduler;
 mod web;
 
 pub use bus::{BusConfig, DEFAULT_ACK_TIMEOUT_MS, DEFAULT_STALE_AFTER_SECS};
 pub use channels::{CHANNEL_KINDS, ChannelConfig};
+pub use people::{ApprovalRule, ApprovalTimeout, ApprovalsConfig, AuditConfig, ModelPrice, UserRoleConfig};
 pub use scheduler::{HeartbeatConfig, LOCAL_ZONE, SchedulerConfig};
 pub use web::{
     DEFAULT_BRAVE_API_KEY_ENV, DEFAULT_BRAVE_URL, DEFAULT_DUCKDUCKGO_URL, DEFAULT_FETCH_MAX_BYTES,
@@ -54,6 +56,14 @@ pub struct Config {
     pub scheduler: SchedulerConfig,
     /// Chat channels, `[channels.<name>]`.
     pub channels: BTreeMap<String, ChannelConfig>,
+    /// People's roles, `[user_roles.<name>]` (not the agent roles of `[agents.*]`).
+    pub user_roles: BTreeMap<String, UserRoleConfig>,
+    /// Which tool calls wait for an admin.
+    pub approvals: ApprovalsConfig,
+    /// The audit trail.
+    pub audit: AuditConfig,
+    /// Prices per model, `[prices."provider/model"]`.
+    pub prices: BTreeMap<String, ModelPrice>,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <

@@ -5,6 +5,7 @@ pub mod channel;
 pub mod config;
 pub mod memory;
 pub mod message;
+pub mod people;
 pub mod sandbox;
 #[cfg(feature = "schema")]
 pub mod schema;

@@ -108,6 +108,9 @@ pub struct Usage {
     /// Prompt tokens served from the provider's cache, when reported.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic), when reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -120,6 +123,7 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 
     /// Input plus output tokens.

@@ -88,7 +88,7 @@ impl LlmProvider for Echo {
             return Ok(Completion {
                 content: String::new(),
                 tool_calls: vec![call],
-                usage: Usage { input_tokens: 1, output_tokens: 1, cached_input_tokens: 0 },
+                usage: Usage { input_tokens: 1, output_tokens: 1, ..Usage::default() },
                 stop_reason: StopReason::ToolUse,
                 model: "fake/echo".into(),
             });
@@ -115,7 +115,7 @@ impl LlmProvider for Echo {
         Ok(Completion {
             content: reply,
             tool_calls: Vec::new(),
-            usage: Usage { input_tokens: 1, output_tokens: 1, cached_input_tokens: 0 },
+            usage: Usage { input_tokens: 1, output_tokens: 1, ..Usage::default() },
             stop_reason: StopReason::EndTurn,
             model: "fake/echo".into(),
         })

@@ -71,6 +71,7 @@ impl TokenCounts {
             input_tokens: self.input + self.cache_read + self.cache_creation,
             output_tokens: self.output,
             cached_input_tokens: self.cache_read,
+            cache_write_tokens: self.cache_creation,
         }
     }
 }
@@ -276,7 +277,10 @@ mod tests {
         assert_eq!(completion.content, "Let me look.");
         assert_eq!(completion.tool_calls[0].arguments, "{\"path\":\"a\"}");
         assert_eq!(completion.stop_reason, StopReason::ToolUse);
-        assert_eq!(completion.usage, Usage { input_tokens: 115, output_tokens: 7, cached_input_tokens: 100 });
+        assert_eq!(
+            completion.usage,
+            Usage { input_tokens: 115, output_tokens: 7, cached_input_tokens: 100, cache_write_tokens: 5 }
+        );
     }
 
     #[test]

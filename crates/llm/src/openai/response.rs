@@ -186,6 +186,7 @@ fn parse_usage(usage: &Value) -> Usage {
         input_tokens: count(usage.get("prompt_tokens")),
         output_tokens: count(usage.get("completion_tokens")),
         cached_input_tokens: count(usage.pointer("/prompt_tokens_details/cached_tokens")),
+        cache_write_tokens: 0,
     }
 }
 
@@ -239,7 +240,10 @@ mod tests {
         assert_eq!(completion.tool_calls[0].arguments, "{\"x\":1}");
         assert_eq!(completion.tool_calls[1].id, "call_1");
         assert_eq!(completion.tool_calls[1].arguments, "{bad");
-        assert_eq!(completion.usage, Usage { input_tokens: 10, output_tokens: 5, cached_input_tokens: 4 });
+        assert_eq!(
+            completion.usage,
+            Usage { input_tokens: 10, output_tokens: 5, cached_input_tokens: 4, cache_write_tokens: 0 }
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ fn turn_event(seq: u64, kind: TurnEventKind) -> Arc<TurnEvent> {
 }
 
 fn usage() -> Usage {
-    Usage { input_tokens: 1200, output_tokens: 34, cached_input_tokens: 1000 }
+    Usage { input_tokens: 1200, output_tokens: 34, cached_input_tokens: 1000, cache_write_tokens: 0 }
 }
 
 /// A connection's translation state and the frames it queued.
