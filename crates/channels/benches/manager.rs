@@ -172,6 +172,7 @@ async fn direct() -> (Vec<Duration>, Vec<Duration>) {
             origin: "bench".into(),
             run_id: None,
             correlation_id: None,
+            actor: None,
         };
         let mut handle = runner.start(request).unwrap();
         let finished = loop {

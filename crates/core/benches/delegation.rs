@@ -156,6 +156,7 @@ fn delegation(criterion: &mut Criterion) {
             context: "owner".into(),
             correlation_id: "bench".into(),
             cancel: CancellationToken::new(),
+            actor: None,
         };
         for _ in 0..100 {
             let request = DelegateRequest {

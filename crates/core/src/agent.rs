@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use squidbot_types::message::{ToolCall, Usage};
+use squidbot_types::people::Actor;
 use squidbot_types::session::{EntryBody, HeaderTag, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 use squidbot_types::{ChatMessage, ImageRef, ToolSpec};
 use tokio_util::sync::CancellationToken;
@@ -18,6 +19,7 @@ use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
 use crate::context::{self, PromptProfile, PromptSection, PromptSections, RuntimeInfo};
 use crate::leaks::LeakScanner;
 use crate::memory::Memories;
+use crate::people::People;
 use crate::provider::{DynLlmProvider, ProviderError};
 use crate::session::Session;
 use crate::store::{Durability, DynSessionStore, StoreError};
@@ -76,6 +78,10 @@ pub trait AgentEvents: Send + Sync {
     fn warning(&self, _message: &str) {}
     /// Background housekeeping the user may like to see (compaction).
     fn notice(&self, _message: &str) {}
+    /// The turn waits for someone else (an admin's approval); the person should know.
+    fn waiting(&self, message: &str) {
+        self.warning(message);
+    }
     /// A model call finished (or failed): for latency and token accounting.
     fn model_call(&self, _report: &ModelCallReport) {}
 }
@@ -108,6 +114,8 @@ pub enum TurnStatus {
     MaxTurns,
     /// The user cancelled; partial work is recorded as interrupted.
     Cancelled,
+    /// The turn was not run (a used-up budget); the reply says why and until when.
+    Refused,
 }
 
 /// The result of one user turn.
@@ -181,6 +189,8 @@ pub struct Agent {
     /// Cancelled on shutdown: stops the background work and starts no more.
     shutdown: CancellationToken,
     context_workspaces: Option<Arc<dyn ContextWorkspaces>>,
+    /// The people's policy: budgets, tool policy, approvals, usage and audit.
+    people: Option<Arc<People>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -215,7 +225,21 @@ impl Agent {
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
             context_workspaces: None,
+            people: None,
         }
+    }
+
+    /// Puts every turn under the people's policy: the actor's budget is checked before
+    /// it runs, their role decides which tools the model sees and which calls run, wait
+    /// for an admin or are refused, and every model call and tool call is accounted.
+    pub fn with_people(mut self, people: Arc<People>) -> Self {
+        self.people = Some(people);
+        self
+    }
+
+    /// The people's policy, if the agent runs under one.
+    pub fn people(&self) -> Option<&Arc<People>> {
+        self.people.as_ref()
     }
 
     /// Turns on compaction.
@@ -435,18 +459,21 @@ impl Agent {
     }
 }
 
-/// What the person sent for one turn: the text and any images with it.
+/// What the person sent for one turn: the text and any images with it, and who they are.
 #[derive(Debug, Clone, Copy)]
 pub struct TurnInput<'a> {
     /// The message.
     pub text: &'a str,
     /// Images sent with it (shown to vision-capable models).
     pub images: &'a [ImageRef],
+    /// Who the turn acts for, as the front end established it; `None`: whoever the
+    /// session's context belongs to (see [`People::actor_for_context`]).
+    pub actor: Option<&'a Actor>,
 }
 
 impl<'a> From<&'a str> for TurnInput<'a> {
     fn from(text: &'a str) -> Self {
-        Self { text, images: &[] }
+        Self { text, images: &[], actor: None }
     }
 }
 

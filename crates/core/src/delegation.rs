@@ -86,6 +86,8 @@ pub struct Parent {
     pub correlation_id: String,
     /// Cancelled when the turn is stopped: normal-priority workers stop with it.
     pub cancel: CancellationToken,
+    /// Who the delegating turn acts for: the worker acts for them too.
+    pub actor: Option<squidbot_types::people::Actor>,
 }
 
 /// How a worker ended, as handed back.
@@ -361,7 +363,15 @@ impl Delegator {
         }
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let delegator = self.clone();
-        let job = run::Job { worker: worker.clone(), role, brief, context: parent.context.clone(), cancel, inbox };
+        let job = run::Job {
+            worker: worker.clone(),
+            role,
+            brief,
+            context: parent.context.clone(),
+            cancel,
+            inbox,
+            actor: parent.actor.clone(),
+        };
         self.tracker.spawn(async move {
             let report = delegator.complete(run::supervise(&delegator.pool, &delegator.tracker, job).await);
             // The receiver is gone when the delegating turn was stopped; the report is

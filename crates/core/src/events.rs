@@ -119,6 +119,12 @@ pub enum TurnEventKind {
         /// The text.
         message: String,
     },
+    /// The turn waits for someone else (an admin's approval); every front end shows it to
+    /// the person, chat channels as a message of its own.
+    Waiting {
+        /// The text.
+        message: String,
+    },
     /// A tool handed the people of the conversation a file (chat channels send it with
     /// the reply).
     File {

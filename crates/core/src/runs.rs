@@ -22,6 +22,7 @@ use crate::session::Session;
 use crate::store::Durability;
 use crate::sync::lock;
 use crate::tool::SharedFile;
+use squidbot_types::people::Actor;
 
 pub use open::OpenSessionLimits;
 use open::OpenSessions;
@@ -49,6 +50,9 @@ pub struct RunRequest {
     /// messages and log lines: the one of the bus message that started it, or `None` for
     /// a fresh one (every inbound user message).
     pub correlation_id: Option<String>,
+    /// Who the turn acts for, as the front end established it (a linked channel
+    /// identity, a gateway token's user); `None`: whoever the session's context belongs to.
+    pub actor: Option<Actor>,
 }
 
 /// A message for the people of a session from an agent (the agent bus's `user` target).
@@ -363,7 +367,9 @@ impl Runner {
             .unwrap_or_else(crate::ids::correlation_id);
         self.tracker.spawn(async move {
             let turn = Turn::new(&runner, run_id.clone(), request.session_key.clone(), correlation_id);
-            turn.run(TurnInput { text: &request.input, images: &request.images }, &request.origin, &cancel).await;
+            let actor = request.actor.map(|actor| actor.in_session(request.session_key.clone()));
+            let input = TurnInput { text: &request.input, images: &request.images, actor: actor.as_ref() };
+            turn.run(input, &request.origin, &cancel).await;
             lock(&runner.active).remove(&run_id);
         });
         Ok(handle)
@@ -468,7 +474,7 @@ impl<'a> Turn<'a> {
                         self.publish(TurnEventKind::Aborted { partial: outcome.reply, duration });
                         return;
                     }
-                    TurnStatus::Completed => RunEnd::Completed,
+                    TurnStatus::Completed | TurnStatus::Refused => RunEnd::Completed,
                     TurnStatus::MaxTurns => RunEnd::MaxTurns,
                 };
                 self.publish(TurnEventKind::Finished {
@@ -524,6 +530,10 @@ impl AgentEvents for Turn<'_> {
 
     fn notice(&self, message: &str) {
         self.publish(TurnEventKind::Notice { message: message.to_owned() });
+    }
+
+    fn waiting(&self, message: &str) {
+        self.publish(TurnEventKind::Waiting { message: message.to_owned() });
     }
 
     fn file_shared(&self, file: &SharedFile) {
@@ -636,6 +646,7 @@ mod tests {
             origin: "test".into(),
             run_id: Some("r1".into()),
             correlation_id: None,
+            actor: None,
         };
         let mut handle = runner.start(request).unwrap();
         let events = collect(&mut handle).await;
@@ -680,6 +691,7 @@ mod tests {
             origin: "test".into(),
             run_id: Some(id.into()),
             correlation_id: None,
+            actor: None,
         };
         let mut hanging = runner.start(request("r1", "hang")).unwrap();
         while let Some(event) = hanging.events.recv().await {
@@ -710,6 +722,7 @@ mod tests {
             origin: "test".into(),
             run_id: None,
             correlation_id: None,
+            actor: None,
         };
         let mut handle = runner.start(request).unwrap();
         collect(&mut handle).await;
@@ -728,6 +741,7 @@ mod tests {
             origin: origin.into(),
             run_id: None,
             correlation_id: None,
+            actor: None,
         };
         let mut own = runner.start(request("telegram:owner", "telegram")).unwrap();
         collect(&mut own).await;
@@ -750,6 +764,7 @@ mod tests {
                 origin: "openai".into(),
                 run_id: None,
                 correlation_id: None,
+                actor: None,
             };
             let mut handle = runner.start(request).unwrap();
             collect(&mut handle).await;

@@ -25,6 +25,9 @@ pub struct ToolContext {
     /// Id shared by everything one inbound user message causes (tool calls, delegated
     /// agents, log lines); empty when the call has no such origin.
     pub correlation_id: String,
+    /// Who the turn acts for (its tools, approvals and budget follow from them); `None`
+    /// where no people's policy applies.
+    pub actor: Option<squidbot_types::people::Actor>,
 }
 
 /// A file a tool hands to the people of the conversation: chat channels send it with the

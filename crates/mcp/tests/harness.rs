@@ -75,6 +75,7 @@ pub fn context(workspace: &Path) -> ToolContext {
         context: "owner".into(),
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
+        actor: None,
     }
 }
 

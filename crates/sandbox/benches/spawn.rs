@@ -61,6 +61,7 @@ fn main() {
         context: "owner".to_owned(),
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
+        actor: None,
     };
     let exec = |sandbox: Arc<dyn Sandbox>| {
         ExecTool::new(PathGuard::restricted_to_workspace(), &ExecConfig::default()).with_sandbox(sandbox)

@@ -90,6 +90,7 @@ impl Fixture {
             context: "owner".to_owned(),
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
+            actor: None,
         };
         Some(Fixture { _directories: directories, home, squidbot_home, workspace, outside, tool, context })
     }

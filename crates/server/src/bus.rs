@@ -61,6 +61,7 @@ impl Route for AssistantRoute {
             origin: "bus".to_owned(),
             run_id: None,
             correlation_id: Some(delivery.message.correlation_id.clone()),
+            actor: None,
         };
         match self.runner.start(request) {
             Ok(handle) => Ok(Ack { detail: Some(handle.run_id) }),

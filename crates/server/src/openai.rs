@@ -141,6 +141,7 @@ async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
         origin: "openai".into(),
         run_id: Some(format!("chatcmpl-{}", squidbot_core::ids::entry_id())),
         correlation_id: None,
+        actor: None,
     };
     let handle = match gateway.runner.start(run) {
         Ok(handle) => handle,

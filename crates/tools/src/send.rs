@@ -181,6 +181,7 @@ mod tests {
             context: "owner".into(),
             cancel: CancellationToken::new(),
             correlation_id: correlation_id.into(),
+            actor: None,
         }
     }
 

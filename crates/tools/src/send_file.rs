@@ -115,6 +115,7 @@ mod tests {
             context: "owner".into(),
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
+            actor: None,
         }
     }
 

@@ -45,6 +45,7 @@ impl Fixture {
             context: context.to_owned(),
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
+            actor: None,
         };
         tool.call_boxed(arguments, &context).await
     }

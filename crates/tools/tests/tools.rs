@@ -36,6 +36,7 @@ impl Fixture {
             context: "owner".to_owned(),
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
+            actor: None,
         };
         Self { tools: builtin_tools(config, Arc::new(HostShell)), directory, context }
     }

@@ -104,6 +104,10 @@ pub struct Actor {
     pub role: String,
     /// Their memory context (the budget and usage are counted there when `user` is none).
     pub context: String,
+    /// The session they are talking in, where notes for them go (a worker's approval
+    /// wait is told there, not in the worker's own session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 impl Actor {
@@ -114,12 +118,19 @@ impl Actor {
             name: user.name.clone(),
             role: user.role.clone(),
             context: user.context.clone(),
+            session: None,
         }
     }
 
     /// Someone not in the users table: a guest in `context`.
     pub fn stranger(name: impl Into<String>, context: impl Into<String>) -> Actor {
-        Actor { user: None, name: name.into(), role: GUEST.to_owned(), context: context.into() }
+        Actor { user: None, name: name.into(), role: GUEST.to_owned(), context: context.into(), session: None }
+    }
+
+    /// The same actor talking in `session`.
+    pub fn in_session(mut self, session: impl Into<String>) -> Actor {
+        self.session = Some(session.into());
+        self
     }
 
     /// Whether the actor is an admin.

@@ -100,6 +100,7 @@ impl ChannelManager {
             origin: message.channel.clone(),
             run_id: None,
             correlation_id: None,
+            actor: None,
         };
         let mut handle = match self.runner.start(request) {
             Ok(handle) => handle,

@@ -89,7 +89,7 @@ async fn images_are_recorded_with_the_message_and_stay_in_later_history() {
     let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
     let (mut session, _) = agent.open_session("telegram:1").await.unwrap();
     let images = [ImageRef::new("/data/telegram:1.files/cat.jpg")];
-    let input = TurnInput { text: "what is this?", images: &images };
+    let input = TurnInput { text: "what is this?", images: &images, actor: None };
     agent.run_turn_correlated(&mut session, input, &SilentEvents, &CancellationToken::new(), "corr").await.unwrap();
     // Reopened from the store, the next turn's request still carries the image.
     let (mut reopened, _) = agent.open_session("telegram:1").await.unwrap();

@@ -2,10 +2,12 @@
 //! calls one at a time in order, every failure turned into a result for the model.
 
 use squidbot_types::message::ToolCall;
+use squidbot_types::people::{Actor, AuditKind};
 
 use super::AgentEvents;
 use super::redaction::{Outbound, redact};
 use crate::leaks::LeakScanner;
+use crate::people::People;
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 /// Result of one call, paired with the call.
@@ -18,6 +20,7 @@ pub(super) async fn run_calls<'a>(
     context: &ToolContext,
     events: &dyn AgentEvents,
     leaks: &LeakScanner,
+    people: Option<&People>,
 ) -> Vec<CallResult<'a>> {
     let mut results = Vec::with_capacity(calls.len());
     let mut index = 0;
@@ -32,7 +35,9 @@ pub(super) async fn run_calls<'a>(
         for call in batch {
             announce(call, events, leaks);
         }
-        let outputs = futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context))).await;
+        let outputs =
+            futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context, events, people)))
+                .await;
         for (call, output) in batch.iter().zip(outputs) {
             events.tool_finished(call, output.is_err());
             if let Ok(done) = &output {
@@ -58,7 +63,61 @@ fn announce(call: &ToolCall, events: &dyn AgentEvents, leaks: &LeakScanner) {
     }
 }
 
-async fn run_one(registry: &ToolRegistry, call: &ToolCall, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+async fn run_one(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    context: &ToolContext,
+    events: &dyn AgentEvents,
+    people: Option<&People>,
+) -> Result<ToolOutput, ToolError> {
+    match (people, &context.actor) {
+        (Some(people), Some(actor)) => {
+            let result = run_authorized(registry, call, context, events, people, actor).await;
+            if let Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) = &result {
+                tracing::debug!(tool = %call.name, %message, "tool call failed or was refused");
+            }
+            result
+        }
+        _ => run_unchecked(registry, call, context).await,
+    }
+}
+
+/// Runs `call` under the people's policy: refused by the actor's role, held for an admin
+/// or run; the call and how it ended go in the audit trail (arguments redacted).
+async fn run_authorized(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    context: &ToolContext,
+    events: &dyn AgentEvents,
+    people: &People,
+    actor: &Actor,
+) -> Result<ToolOutput, ToolError> {
+    let arguments = parse_call_arguments(&call.arguments)?;
+    let changes = registry.get(&call.name).is_none_or(|tool| tool.mutates());
+    let notify = |text: &str| {
+        events.waiting(text);
+        people.tell_elsewhere(actor, &context.session_key, text);
+    };
+    people
+        .authorize(actor, &context.session_key, &call.name, changes, &arguments, &notify, &context.cancel)
+        .await
+        .map_err(ToolError::RespondToModel)?;
+    let result = run_unchecked(registry, call, context).await;
+    let detail = match &result {
+        Ok(_) => serde_json::json!({"arguments": arguments, "session": context.session_key}),
+        Err(ToolError::RespondToModel(error) | ToolError::Fatal(error)) => {
+            serde_json::json!({"arguments": arguments, "session": context.session_key, "error": error})
+        }
+    };
+    people.audit(AuditKind::ToolCall, actor, &call.name, result.is_ok(), detail);
+    result
+}
+
+async fn run_unchecked(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    context: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
     if context.cancel.is_cancelled() {
         return Err(ToolError::RespondToModel("cancelled by the user before it ran".into()));
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use squidbot_types::ToolSpec;
 use squidbot_types::message::{ToolCall, Usage};
+use squidbot_types::people::Actor;
 use squidbot_types::session::{EntryBody, MessageRole};
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +15,7 @@ use super::{
     Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, TurnOutcome, TurnStatus, estimate_message_tokens,
     fit_history, tools,
 };
+use crate::people::Admission;
 use crate::provider::{Completion, CompletionRequest, ProviderError};
 use crate::session::Session;
 use crate::store::Durability;
@@ -45,6 +47,10 @@ struct Turn<'a> {
     workspace: ContextWorkspace,
     outcome: TurnOutcome,
     fit: HistoryFit,
+    /// Who the turn acts for, under the people's policy (none without one).
+    actor: Option<Actor>,
+    /// The session, for the usage ledger.
+    session_key: String,
 }
 
 /// How much of the history requests carry.
@@ -67,14 +73,56 @@ impl Agent {
         correlation_id: &str,
     ) -> Result<TurnOutcome, AgentError> {
         let first_run = !session.is_persisted() && session.branch_is_empty();
-        self.record_input(session, input).await?;
-        let mut turn = self.prepare_turn(session, first_run, events, cancel, correlation_id).await?;
-        while turn.outcome.model_calls < self.settings.max_turns {
-            let Flow::Continue(reply) = turn.call_model(session).await? else { return Ok(turn.outcome) };
-            let Flow::Continue(calls) = turn.record_reply(session, reply).await? else { return Ok(turn.outcome) };
-            let Flow::Continue(()) = turn.run_tool_calls(session, &calls).await? else { return Ok(turn.outcome) };
+        let actor = self.people.as_ref().map(|people| match input.actor {
+            Some(actor) => actor.clone(),
+            None => people.actor_for_context(&session.header().context),
+        });
+        let mut notice = None;
+        if let (Some(people), Some(actor)) = (&self.people, &actor) {
+            match people.admit_turn(actor) {
+                Admission::Admit => {}
+                Admission::AdmitWithNotice(text) => notice = Some(text),
+                Admission::Refuse(refusal) => return self.refuse_turn(session, input, refusal, correlation_id).await,
+            }
         }
-        turn.end_on_max_turns(session).await
+        self.record_input(session, input).await?;
+        let turn = self.prepare_turn(session, first_run, events, cancel, correlation_id, actor).await?;
+        let mut outcome = turn.run_steps(session).await?;
+        if let Some(notice) = notice {
+            events.warning(&notice);
+            outcome.reply = format!("{}\n\n_{notice}_", outcome.reply);
+        }
+        Ok(outcome)
+    }
+
+    /// Records the person's message and the refusal as the reply, without asking the model.
+    async fn refuse_turn(
+        &self,
+        session: &mut Session,
+        input: TurnInput<'_>,
+        refusal: String,
+        correlation_id: &str,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.record_input(session, input).await?;
+        let reply = EntryBody::Message {
+            role: MessageRole::Assistant,
+            content: refusal.clone(),
+            images: Vec::new(),
+            model: None,
+            usage: None,
+            interrupted: false,
+        };
+        self.record(session, vec![reply], Durability::Synced).await?;
+        Ok(TurnOutcome {
+            reply: refusal,
+            status: TurnStatus::Refused,
+            usage: Usage::default(),
+            model: self.settings.model.clone(),
+            model_calls: 0,
+            tool_calls: 0,
+            prompt_tokens: 0,
+            correlation_id: correlation_id.to_owned(),
+        })
     }
 
     /// Records the user's message (after a model change, when the model is new to the
@@ -110,6 +158,7 @@ impl Agent {
         events: &'a dyn AgentEvents,
         cancel: &'a CancellationToken,
         correlation_id: &str,
+        actor: Option<Actor>,
     ) -> Result<Turn<'a>, AgentError> {
         let mut sections = self.prompt_sections(&session.header().context).await;
         if let Some(workers) =
@@ -126,6 +175,15 @@ impl Agent {
             biased;
             () = cancel.cancelled() => self.tools.clone(),
             resolved = self.tools.resolve() => resolved,
+        };
+        // The model sees only the tools the person's role allows (each call is checked
+        // again when it runs).
+        let tools = match (&self.people, &actor) {
+            (Some(people), Some(actor)) => {
+                let (people, offered_to) = (people.clone(), actor.clone());
+                tools.filtered(Arc::new(move |name: &str| people.offers(&offered_to, name)))
+            }
+            _ => tools,
         };
         Ok(Turn {
             agent: self,
@@ -148,11 +206,23 @@ impl Agent {
                 correlation_id: correlation_id.to_owned(),
             },
             fit: HistoryFit { warned: false, overflow_retries: 0, overflow_budget: usize::MAX },
+            actor,
+            session_key: session.key().to_owned(),
         })
     }
 }
 
 impl Turn<'_> {
+    /// Model calls and tool runs until an answer, a stop or `max_turns`.
+    async fn run_steps(mut self, session: &mut Session) -> Result<TurnOutcome, AgentError> {
+        while self.outcome.model_calls < self.agent.settings.max_turns {
+            let Flow::Continue(reply) = self.call_model(session).await? else { return Ok(self.outcome) };
+            let Flow::Continue(calls) = self.record_reply(session, reply).await? else { return Ok(self.outcome) };
+            let Flow::Continue(()) = self.run_tool_calls(session, &calls).await? else { return Ok(self.outcome) };
+        }
+        self.end_on_max_turns(session).await
+    }
+
     /// Calls the model with as much history as fits. A context overflow the provider
     /// reports is retried with half the history; any other failure records what was
     /// streamed as interrupted, and a stop ends the turn as cancelled.
@@ -232,6 +302,15 @@ impl Turn<'_> {
             self.events,
         );
         self.outcome.usage.add(completion.usage);
+        if let (Some(people), Some(actor)) = (&self.agent.people, &self.actor) {
+            people.record_usage(
+                actor,
+                &self.session_key,
+                &self.agent.profile.role,
+                &completion.model,
+                &completion.usage,
+            );
+        }
         self.outcome.prompt_tokens = match completion.usage.total() {
             0 => {
                 (estimate_message_tokens(&request.messages) + self.system.len() / 4 + self.tool_specs_chars / 4) as u64
@@ -293,8 +372,10 @@ impl Turn<'_> {
             context: session.header().context.clone(),
             cancel: self.cancel.child_token(),
             correlation_id: self.outcome.correlation_id.clone(),
+            actor: self.actor.clone(),
         };
-        let results = tools::run_calls(&self.tools, calls, &context, self.events, &self.agent.leaks).await;
+        let people = self.agent.people.as_deref();
+        let results = tools::run_calls(&self.tools, calls, &context, self.events, &self.agent.leaks, people).await;
         self.outcome.tool_calls += results.len() as u32;
         let mut fatal = None;
         let mut final_reply = None;

@@ -12,7 +12,8 @@ use super::{
     DelegateRequest, DynWorkerAgent, GRACE, MAX_REMINDERS, Outcome, Parent, RoleAgent, WorkerInbox, WorkerPool,
     WorkerSnapshot, WorkerState,
 };
-use crate::agent::{AgentEvents, TurnStatus};
+use crate::agent::{AgentEvents, TurnInput, TurnStatus};
+use squidbot_types::people::Actor;
 
 /// A registered worker about to run.
 pub(super) struct Job {
@@ -22,6 +23,7 @@ pub(super) struct Job {
     pub(super) context: String,
     pub(super) cancel: CancellationToken,
     pub(super) inbox: WorkerInbox,
+    pub(super) actor: Option<Actor>,
 }
 
 /// How a worker ended, before the pool records it.
@@ -59,7 +61,7 @@ pub(super) fn brief(request: &DelegateRequest, worker: &WorkerSnapshot, parent: 
 /// Runs the worker in a task of its own (so a panic stays there), tracked by `tracker`,
 /// under its time limit.
 pub(super) async fn supervise(pool: &Arc<WorkerPool>, tracker: &TaskTracker, job: Job) -> Ending {
-    let Job { worker, role, brief, context, cancel, inbox } = job;
+    let Job { worker, role, brief, context, cancel, inbox, actor } = job;
     let span = tracing::info_span!(
         "worker", correlation_id = %worker.correlation_id, worker = %worker.id, role = %worker.role
     );
@@ -68,7 +70,7 @@ pub(super) async fn supervise(pool: &Arc<WorkerPool>, tracker: &TaskTracker, job
             role.agent.clone(),
             pool.clone(),
             worker.clone(),
-            Input { brief, context, inbox: inbox.clone() },
+            Input { brief, context, inbox: inbox.clone(), actor },
             cancel.clone(),
         )
         .instrument(span),
@@ -136,6 +138,7 @@ struct Input {
     brief: String,
     context: String,
     inbox: WorkerInbox,
+    actor: Option<Actor>,
 }
 
 /// The worker's turns: the brief; then, after each turn, the messages that reached its
@@ -150,7 +153,7 @@ async fn work(
     start: Input,
     cancel: CancellationToken,
 ) -> (WorkerState, String) {
-    let Input { brief, context, inbox } = start;
+    let Input { brief, context, inbox, actor } = start;
     let mut session = match agent.open_session_boxed(&worker.session_key, &context).await {
         Ok(session) => session,
         Err(error) => return (WorkerState::Failed, format!("can't open its session: {error}")),
@@ -162,7 +165,8 @@ async fn work(
     let mut reminders = 0;
     loop {
         let turn = inbox.begin_turn(&cancel);
-        let outcome = agent.run_turn_boxed(&mut session, &input, &events, &turn, &correlation_id).await;
+        let turn_input = TurnInput { text: &input, images: &[], actor: actor.as_ref() };
+        let outcome = agent.run_turn_boxed(&mut session, turn_input, &events, &turn, &correlation_id).await;
         let interrupted = inbox.end_turn();
         let outcome = match outcome {
             Ok(outcome) => outcome,
@@ -177,6 +181,7 @@ async fn work(
                 String::new()
             }
             TurnStatus::Cancelled => return (WorkerState::Cancelled, "it was stopped before it finished".to_owned()),
+            TurnStatus::Refused => return (WorkerState::Failed, outcome.reply),
             TurnStatus::MaxTurns => {
                 return (
                     WorkerState::Failed,

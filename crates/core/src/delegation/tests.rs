@@ -427,6 +427,7 @@ async fn background_work_returns_at_once_and_its_result_arrives_later_as_its_own
         origin: "test".into(),
         run_id: None,
         correlation_id: None,
+        actor: None,
     };
     let mut handle = runner.start(request("count the widgets later")).unwrap();
     let mut reply = None;
@@ -542,6 +543,7 @@ async fn the_assistant_and_people_can_cancel_a_worker() {
         context: "owner".into(),
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
+        actor: None,
     };
     let other = Tool::call(&tool, serde_json::json!({"id": worker.id}), &context("telegram:1")).await.unwrap_err();
     assert!(other.to_string().contains("no such worker"), "{other}");
@@ -552,6 +554,7 @@ async fn the_assistant_and_people_can_cancel_a_worker() {
         context: "owner".into(),
         correlation_id: "c".into(),
         cancel: CancellationToken::new(),
+        actor: None,
     };
     let request = DelegateRequest {
         role: "worker".into(),
@@ -612,6 +615,7 @@ async fn set_status_outside_a_worker_is_refused() {
         context: "owner".into(),
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
+        actor: None,
     };
     let error = Tool::call(&tool, serde_json::json!({"status": "hi"}), &context).await.unwrap_err();
     assert!(error.to_string().contains("only works inside a delegated sub-agent"), "{error}");

@@ -29,6 +29,7 @@ fn parent_of(context: &ToolContext) -> Parent {
         context: context.context.clone(),
         correlation_id,
         cancel: context.cancel.clone(),
+        actor: context.actor.clone(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::future::Future;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
-use crate::agent::{Agent, AgentError, AgentEvents, TurnOutcome};
+use crate::agent::{Agent, AgentError, AgentEvents, TurnInput, TurnOutcome};
 use crate::context::WORKER_NUDGE_PROMPT;
 use crate::session::Session;
 
@@ -23,7 +23,7 @@ pub trait WorkerAgent: std::fmt::Debug + Send + Sync {
     fn run_turn<'a>(
         &'a self,
         session: &'a mut Session,
-        input: &'a str,
+        input: TurnInput<'a>,
         events: &'a dyn AgentEvents,
         cancel: &'a CancellationToken,
         correlation_id: &'a str,
@@ -45,7 +45,7 @@ pub trait DynWorkerAgent: std::fmt::Debug + Send + Sync {
     fn run_turn_boxed<'a>(
         &'a self,
         session: &'a mut Session,
-        input: &'a str,
+        input: TurnInput<'a>,
         events: &'a dyn AgentEvents,
         cancel: &'a CancellationToken,
         correlation_id: &'a str,
@@ -66,7 +66,7 @@ impl<T: WorkerAgent> DynWorkerAgent for T {
     fn run_turn_boxed<'a>(
         &'a self,
         session: &'a mut Session,
-        input: &'a str,
+        input: TurnInput<'a>,
         events: &'a dyn AgentEvents,
         cancel: &'a CancellationToken,
         correlation_id: &'a str,
@@ -92,12 +92,12 @@ impl WorkerAgent for Agent {
     async fn run_turn<'a>(
         &'a self,
         session: &'a mut Session,
-        input: &'a str,
+        input: TurnInput<'a>,
         events: &'a dyn AgentEvents,
         cancel: &'a CancellationToken,
         correlation_id: &'a str,
     ) -> Result<TurnOutcome, AgentError> {
-        self.run_turn_correlated(session, input.into(), events, cancel, correlation_id).await
+        self.run_turn_correlated(session, input, events, cancel, correlation_id).await
     }
 
     fn max_turns(&self) -> u32 {

@@ -213,6 +213,7 @@ impl JobRunner {
             origin: "job".to_owned(),
             run_id: None,
             correlation_id: None,
+            actor: None,
         };
         let mut handle = self
             .runner
@@ -251,6 +252,7 @@ impl JobRunner {
             context: job.owner_context.clone(),
             correlation_id: crate::ids::correlation_id(),
             cancel: CancellationToken::new(),
+            actor: None,
         };
         let delegated = delegation.delegate(request, &parent).await;
         if let Ok(Delegated::Finished(report)) = &delegated {

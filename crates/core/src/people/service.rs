@@ -208,9 +208,13 @@ impl People {
         match self.stores.directory.by_context(context) {
             Ok(Some(user)) if !user.disabled => Actor::of(&user),
             Ok(Some(user)) => Actor { role: squidbot_types::people::GUEST.into(), ..Actor::of(&user) },
-            Ok(None) if context == OWNER_CONTEXT => {
-                Actor { user: None, name: "owner".into(), role: ADMIN.into(), context: OWNER_CONTEXT.into() }
-            }
+            Ok(None) if context == OWNER_CONTEXT => Actor {
+                user: None,
+                name: "owner".into(),
+                role: ADMIN.into(),
+                context: OWNER_CONTEXT.into(),
+                session: None,
+            },
             Ok(None) => Actor::stranger(context, context),
             Err(error) => {
                 tracing::warn!(%error, context, "can't look up who acts; treating them as a guest");
@@ -368,6 +372,16 @@ impl People {
             );
             return Err(format!("Refused by policy: {refusal}. Tell the person you can't do this for them."));
         }
+        if let Some(refusal) = self.refuses_agent(actor, tool, arguments) {
+            self.audit(
+                AuditKind::ToolCall,
+                actor,
+                tool,
+                false,
+                json!({"arguments": arguments, "refused": refusal, "session": session_key}),
+            );
+            return Err(format!("Refused by policy: {refusal}. Tell the person you can't do this for them."));
+        }
         let Some(rule) = self.settings.rules.rule_for(&actor.role, tool, changes, arguments) else {
             return Ok(());
         };
@@ -379,6 +393,29 @@ impl People {
             return Ok(());
         }
         self.hold(actor, session_key, tool, arguments, rule, &others, waiting, cancel).await
+    }
+
+    /// Why handing work to an agent role is refused for `actor` (the role's `agents`).
+    fn refuses_agent(&self, actor: &Actor, tool: &str, arguments: &Value) -> Option<String> {
+        let field = match tool {
+            crate::delegation::roles::DELEGATE => "agent",
+            crate::delegation::roles::SPAWN => "profile",
+            _ => return None,
+        };
+        let agent = arguments.get(field).and_then(Value::as_str)?;
+        (!self.policy(actor).allows_agent(agent))
+            .then(|| format!("the people's role `{}` may not hand work to the agent role `{agent}`", actor.role))
+    }
+
+    /// Tells `actor` `text` through the notifier when the turn's own events don't reach
+    /// them: the call runs in a worker's session, not the one they talk in.
+    pub fn tell_elsewhere(&self, actor: &Actor, session_key: &str, text: &str) {
+        if let Some(session) = &actor.session
+            && session != session_key
+            && let Some(notifier) = self.notifier()
+        {
+            notifier.tell(actor, session, text);
+        }
     }
 
     fn admins(&self) -> Vec<User> {

@@ -65,6 +65,7 @@ fn start_run(connection: &mut Connection, params: RunParams) -> Result<(String, 
         origin: "openclaw".into(),
         run_id: Some(run_id),
         correlation_id: None,
+        actor: None,
     };
     match connection.gateway.runner.start(request) {
         Ok(handle) => Ok((handle.run_id, key)),

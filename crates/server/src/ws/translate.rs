@@ -120,6 +120,7 @@ impl Runs {
             | TurnEventKind::ToolFinished { .. }
             | TurnEventKind::Warning { .. }
             | TurnEventKind::Notice { .. }
+            | TurnEventKind::Waiting { .. }
             | TurnEventKind::File { .. } => {
                 if let Some(view) = self.views.get_mut(&event.run_id) {
                     view.flush(out, protocol);
@@ -177,7 +178,9 @@ impl Runs {
                 };
                 agent_event(out, event, "tool", data);
             }
-            TurnEventKind::Warning { message } | TurnEventKind::Notice { message } => {
+            TurnEventKind::Warning { message }
+            | TurnEventKind::Notice { message }
+            | TurnEventKind::Waiting { message } => {
                 agent_event(out, event, "notice", Notice { message });
             }
             TurnEventKind::File { path, name, mime } => {

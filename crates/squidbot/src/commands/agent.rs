@@ -77,6 +77,10 @@ pub fn one_shot(
                     eprintln!("interrupted");
                     ExitCode::from(INTERRUPTED_EXIT)
                 }
+                TurnStatus::Refused => {
+                    eprintln!("error: {}", outcome.reply);
+                    ExitCode::FAILURE
+                }
             }
         };
         if outcome.status != TurnStatus::Cancelled {

@@ -213,7 +213,7 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
         match result {
             Ok(outcome) => match outcome.status {
                 TurnStatus::Completed => println!(),
-                TurnStatus::MaxTurns => println!("\n{}", outcome.reply),
+                TurnStatus::MaxTurns | TurnStatus::Refused => println!("\n{}", outcome.reply),
                 TurnStatus::Cancelled => println!("{}", events.dim("\n[stopped]")),
             },
             Err(error) => eprintln!("\nerror: {error}"),

@@ -32,6 +32,7 @@ impl Fixture {
             context: context.into(),
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
+            actor: None,
         };
         tool.call_boxed(arguments, &context).await.map(|output| output.content)
     }

@@ -25,6 +25,7 @@ pub fn context() -> ToolContext {
         context: "owner".to_owned(),
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
+        actor: None,
     }
 }
 

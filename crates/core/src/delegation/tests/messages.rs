@@ -179,6 +179,7 @@ async fn a_bus_started_turn_carries_its_correlation_id_into_events_and_workers()
         origin: "bus".into(),
         run_id: None,
         correlation_id: Some("bus-corr-7".into()),
+        actor: None,
     };
     let mut handle = runner.start(request).unwrap();
     let mut seen = Vec::new();
@@ -203,6 +204,7 @@ async fn a_bus_started_turn_carries_its_correlation_id_into_events_and_workers()
         origin: "test".into(),
         run_id: None,
         correlation_id: None,
+        actor: None,
     };
     let mut handle = runner.start(request).unwrap();
     let first = handle.events.recv().await.unwrap();

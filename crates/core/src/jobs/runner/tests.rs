@@ -199,6 +199,7 @@ async fn a_session_job_sees_the_recent_conversation_of_where_its_reply_goes() {
         origin: "telegram".to_owned(),
         run_id: None,
         correlation_id: None,
+        actor: None,
     });
     let mut chat = chat.unwrap();
     while let Some(event) = chat.events.recv().await {

@@ -504,6 +504,7 @@ fn old_turn(events: &[Arc<TurnEvent>], out: &mpsc::Sender<Message>, mut seq: u64
             | TurnEventKind::ToolFinished { .. }
             | TurnEventKind::Warning { .. }
             | TurnEventKind::Notice { .. }
+            | TurnEventKind::Waiting { .. }
             | TurnEventKind::File { .. }
             | TurnEventKind::Aborted { .. }
             | TurnEventKind::Failed { .. }
