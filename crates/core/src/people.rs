@@ -11,6 +11,7 @@ pub mod ports;
 pub mod prices;
 pub mod roles;
 pub mod rules;
+pub mod tokens;
 mod service;
 
 pub use glob::matches as glob_matches;
