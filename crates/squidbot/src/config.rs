@@ -214,6 +214,7 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
     }
     issues.extend(password_issue(&config.gateway.auth));
     issues.extend(crate::bus::issue(config));
+    issues.extend(crate::people::issues(config));
     if let Err(mcp_issues) = squidbot_mcp::check(&config.mcp) {
         issues.extend(mcp_issues.into_iter().map(|issue| ConfigIssue { key: issue.key, problem: issue.problem }));
     }

@@ -9,6 +9,7 @@ mod config;
 mod jobs;
 mod logging;
 mod paths;
+mod people;
 mod wiring;
 
 use std::process::ExitCode;

@@ -62,6 +62,8 @@ pub struct ExecTool {
     policy: Result<CommandPolicy, PolicyError>,
     passed_names: Vec<String>,
     sandbox: Arc<dyn Sandbox>,
+    /// Sandboxes of people's roles that have their own (`[user_roles.<role>] sandbox`).
+    role_sandboxes: std::collections::BTreeMap<String, Arc<dyn Sandbox>>,
 }
 
 /// How a foreground command ended.
@@ -88,7 +90,30 @@ impl ExecTool {
             policy,
             passed_names: environment::passed_names(&config.pass_env),
             sandbox: Arc::new(HostShell),
+            role_sandboxes: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Runs the commands of people of the people's role `role` through `sandbox`.
+    pub fn with_role_sandbox(mut self, role: &str, sandbox: Arc<dyn Sandbox>) -> Self {
+        self.role_sandboxes.insert(role.to_owned(), sandbox);
+        self
+    }
+
+    /// The sandbox for the person a call acts for: their role's own, else the tool's.
+    /// Only admins (and calls outside any people's policy) may run commands unconfined.
+    fn sandbox_for(&self, context: &ToolContext) -> Result<&Arc<dyn Sandbox>, ToolError> {
+        let Some(actor) = &context.actor else { return Ok(&self.sandbox) };
+        let sandbox = self.role_sandboxes.get(&actor.role).unwrap_or(&self.sandbox);
+        if !sandbox.confinement().isolates_host && !actor.is_admin() {
+            return Err(ToolError::RespondToModel(format!(
+                "Refused by policy: commands run unconfined here (sandbox `{}`), and only admins may run them so; \
+                 the person's role is `{}`.",
+                sandbox.backend(),
+                actor.role
+            )));
+        }
+        Ok(sandbox)
     }
 
     /// Runs commands through `sandbox` instead of directly on the host.
@@ -102,29 +127,35 @@ impl ExecTool {
         &self.sandbox
     }
 
-    /// Confines `command` through the sandbox, in `directory` with the filtered environment.
-    fn wrap(&self, command: &str, directory: &std::path::Path) -> Result<SandboxedCommand, ToolError> {
+    /// Confines `command` through `sandbox`, in `directory` with the filtered environment.
+    fn wrap(
+        &self,
+        sandbox: &Arc<dyn Sandbox>,
+        command: &str,
+        directory: &std::path::Path,
+    ) -> Result<SandboxedCommand, ToolError> {
         let request = SandboxRequest {
             command,
             workspace: directory,
             environment: environment::values(&self.passed_names),
             grants: Grants::default(),
         };
-        self.sandbox.wrap(request).map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))
+        sandbox.wrap(request).map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))
     }
 
     async fn exec(&self, arguments: ExecArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let policy = self.policy.as_ref().map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))?;
+        let sandbox = self.sandbox_for(context)?;
         policy
-            .check_allowing(&arguments.command, &allowed_rules(self.sandbox.confinement()))
+            .check_allowing(&arguments.command, &allowed_rules(sandbox.confinement()))
             .map_err(|refusal| ToolError::RespondToModel(refusal.to_string()))?;
         let directory = self.guard.workspace_directory(&context.workspace)?;
         if arguments.background {
-            let wrapped = self.wrap(&background::job_script(&arguments.command), &directory)?;
+            let wrapped = self.wrap(sandbox, &background::job_script(&arguments.command), &directory)?;
             return background::start(wrapped, &directory).await;
         }
         let timeout_secs = arguments.timeout.unwrap_or(self.timeout_secs).clamp(1, MAX_TIMEOUT_SECS);
-        let mut wrapped = self.wrap(&arguments.command, &directory)?;
+        let mut wrapped = self.wrap(sandbox, &arguments.command, &directory)?;
         let lease = wrapped.lease.take();
         let spawn_failure = |error: std::io::Error| ToolError::Fatal(format!("can't run sh: {error}"));
         let (reader, writer) = std::io::pipe().map_err(spawn_failure)?;

@@ -323,6 +323,29 @@ async fn exec_reports_output_and_exit_code() {
 }
 
 #[tokio::test]
+async fn exec_unconfined_runs_only_for_admins() {
+    let mut fixture = Fixture::new();
+    let person = |role: &str| squidbot_types::people::Actor {
+        user: Some("someone".into()),
+        name: "someone".into(),
+        role: role.into(),
+        context: "user:someone".into(),
+        session: None,
+    };
+    // Here commands run on the host (HostShell): a person of any role but admin is refused,
+    // whatever the model asks for.
+    fixture.context.actor = Some(person("user"));
+    let refused = fixture.refused("exec", json!({"command": "cat ~/.squidbot/config.toml"})).await;
+    assert_eq!(
+        refused,
+        "Refused by policy: commands run unconfined here (sandbox `none`), and only admins may run them so; the \
+         person's role is `user`."
+    );
+    fixture.context.actor = Some(person("admin"));
+    assert_eq!(fixture.ok("exec", json!({"command": "echo hi"})).await, "hi\n[exit code 0]");
+}
+
+#[tokio::test]
 async fn exec_timeout_kills_the_whole_process_group() {
     let fixture = Fixture::new();
     let started = Instant::now();
