@@ -183,14 +183,25 @@ mod tests {
 
     #[test]
     fn commands_unconfined_for_anyone_but_admins_are_refused() {
+        let person = |id: &str, role: &str| squidbot_types::people::User {
+            id: id.into(),
+            name: id.into(),
+            role: role.into(),
+            context: format!("user:{id}"),
+            created_ms: 0,
+            disabled: false,
+            budget: Default::default(),
+        };
         let mut config = Config::default();
-        config.sandbox.backend = SandboxBackend::None;
-        let found = issues(&config);
+        let users = [person("ann", "admin"), person("bob", "user"), person("kim", "child")];
+        let found = unconfined_exec(&config, SandboxBackend::None, &users);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].problem.contains("`user` may use `exec` with sandbox `none`"));
+        assert!(found[0].starts_with("bob (user): the people's role `user` may use `exec` with sandbox `none`"));
+        assert!(unconfined_exec(&config, SandboxBackend::Landlock, &users).is_empty());
         config
             .user_roles
             .insert("user".into(), UserRoleConfig { sandbox: Some(SandboxBackend::Landlock), ..Default::default() });
-        assert!(issues(&config).is_empty());
+        assert!(unconfined_exec(&config, SandboxBackend::None, &users).is_empty());
+        assert!(issues(&config).is_empty(), "the config itself is fine");
     }
 }
