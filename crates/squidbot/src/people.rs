@@ -123,9 +123,10 @@ pub fn unconfined_exec(
         .iter()
         .filter(|user| !user.disabled)
         .filter_map(|user| {
+            let opening = format!("the people's role `{}` ", user.role);
             problems
                 .iter()
-                .find(|problem| problem.contains(&format!("`{}`", user.role)))
+                .find(|problem| problem.starts_with(&opening))
                 .map(|problem| format!("{} ({}): {problem}", user.id, user.role))
         })
         .collect()
