@@ -1,6 +1,9 @@
 //! The files the chat channels make: inbound attachments saved under their session's
 //! data directory (core's [`AttachmentStore`]), and the workspaces of user and group
-//! contexts (core's [`ContextWorkspaces`]).
+//! contexts (core's [`ContextWorkspaces`]), and moving or deleting a context's workspace
+//! when contexts are merged or purged (`moves`).
+
+mod moves;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,7 @@ use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaceError, ContextW
 
 use crate::key::encode_key;
 use crate::workspace::FsWorkspace;
+pub(crate) use moves::{move_files, remove_files, remove_if_empty};
 
 /// Prompt files a new user or group workspace starts with, copied from the owner's: who
 /// the assistant is and how it works, not who the owner is (`USER.md`, `MEMORY.md` and
@@ -89,16 +93,24 @@ impl ContextDirectories {
     }
 
     fn directory_of(&self, context: &str) -> Result<Option<PathBuf>, ContextWorkspaceError> {
-        let (parent, id) = if let Some(id) = context.strip_prefix("user:") {
-            ("users", id)
-        } else if let Some(id) = context.strip_prefix("group:") {
-            ("groups", id)
-        } else {
-            return Ok(None);
-        };
-        let id = encode_key(id).map_err(|error| ContextWorkspaceError::InvalidId(error.to_string()))?;
-        Ok(Some(self.home.join(parent).join(id).join("workspace")))
+        context_directory(&self.home, context).map_err(ContextWorkspaceError::InvalidId)
     }
+}
+
+/// The workspace directory of `context` under `home`: `<home>/users/<id>/workspace` for
+/// `user:<id>`, `<home>/groups/<id>/workspace` for `group:<id>`, `None` for any other
+/// context (the owner works in the main workspace). The id is encoded like a session
+/// key, so no context names a path outside `home`.
+pub(crate) fn context_directory(home: &Path, context: &str) -> Result<Option<PathBuf>, String> {
+    let (parent, id) = if let Some(id) = context.strip_prefix("user:") {
+        ("users", id)
+    } else if let Some(id) = context.strip_prefix("group:") {
+        ("groups", id)
+    } else {
+        return Ok(None);
+    };
+    let id = encode_key(id).map_err(|error| error.to_string())?;
+    Ok(Some(home.join(parent).join(id).join("workspace")))
 }
 
 impl ContextWorkspaces for ContextDirectories {

@@ -1,6 +1,7 @@
 //! `JsonlSessionStore`: the `SessionStore` port over one append-only JSONL file per
 //! session key.
 
+mod contexts;
 mod directory_sync;
 mod file;
 mod parse;
@@ -15,6 +16,7 @@ use squidbot_types::session::{SessionEntry, SessionHeader};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::key::encode_key;
+pub(crate) use contexts::{move_context_sessions, remove_context_sessions};
 use directory_sync::DirectorySync;
 
 /// Extension of session files.

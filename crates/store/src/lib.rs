@@ -1,7 +1,8 @@
 //! squidbot-store: storage adapters for core's ports — SQLite (memories, session
 //! index, bulletin cache, job ledger, scheduled jobs, bus journal, approved senders and
-//! pairing codes), JSONL session tree files, per-context memory documents, the
-//! filesystem workspace, channel attachments and per-context workspaces.
+//! pairing codes, people: users, usage, approvals and the audit trail), JSONL session
+//! tree files, per-context memory documents, the filesystem workspace, channel
+//! attachments and per-context workspaces.
 
 mod bulletin;
 mod bus_journal;
@@ -17,6 +18,7 @@ mod key;
 mod last_active;
 mod memory_documents;
 mod memory_store;
+mod people;
 mod session_index;
 mod watched_file;
 mod workspace;
@@ -35,6 +37,10 @@ pub use key::{MAX_KEY_BYTES, decode_key, encode_key};
 pub use last_active::SqliteLastActive;
 pub use memory_documents::FsMemoryDocuments;
 pub use memory_store::SqliteMemoryStore;
+pub use people::{
+    ApprovalListing, ContextPaths, MergeSummary, PurgeSummary, SqliteApprovals, SqliteAudit, SqliteDirectory,
+    SqliteUsage, check_user_id, load_or_create_audit_key, merge_context, purge_context,
+};
 pub use session_index::{
     Activity, ActivityUpdate, RecordedActivity, SessionIndexEntry, SessionStatus, SqliteSessionIndex,
 };

@@ -30,6 +30,43 @@ impl FsMemoryDocuments {
         let directory = encode_key(context).map_err(|error| error.to_string())?;
         Ok(self.root.join(directory).join(DOCUMENT_FILE))
     }
+
+    /// Appends `from`'s document to `to`'s under a `## Merged from <from>` heading, then
+    /// deletes `from`'s; false when `from` had none. A crash in between leaves the text
+    /// in both, never in neither.
+    pub(crate) fn merge(&self, from: &str, to: &str) -> Result<bool, MemoryError> {
+        let Some(moved) = self.read(from)? else { return Ok(false) };
+        if !moved.trim().is_empty() {
+            let text = moved.trim_start_matches(['\n', '\r']).trim_end();
+            let section = format!("## Merged from {from}\n\n{text}\n");
+            let merged = match self.read(to)? {
+                Some(kept) if !kept.trim().is_empty() => format!("{}\n\n{section}", kept.trim_end()),
+                Some(_) | None => section,
+            };
+            self.write(to, &merged)?;
+        }
+        self.remove(from)
+    }
+
+    /// Deletes `context`'s document, and its directory once empty; false when it had
+    /// none.
+    pub(crate) fn remove(&self, context: &str) -> Result<bool, MemoryError> {
+        let path = self.path(context).map_err(|reason| MemoryError::Store { action: "delete", reason })?;
+        let removed = match fs::remove_file(&path) {
+            Ok(()) => true,
+            Err(error) if error.kind() == ErrorKind::NotFound => false,
+            Err(error) => return Err(failed("delete", &path, &error)),
+        };
+        if let Some(directory) = path.parent() {
+            match fs::remove_dir(directory) {
+                Ok(()) => {}
+                // Something else lives there (a write in progress): it stays.
+                Err(error) if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::DirectoryNotEmpty) => {}
+                Err(error) => return Err(failed("delete", directory, &error)),
+            }
+        }
+        Ok(removed)
+    }
 }
 
 fn failed(action: &'static str, path: &Path, error: &io::Error) -> MemoryError {

@@ -1,6 +1,7 @@
 //! `SqliteMemoryStore`: the `MemoryStore` port over the shared SQLite database —
 //! rows in `memories`, FTS5 for text, sqlite-vec for vectors, links with cascades.
 
+mod contexts;
 mod rows;
 mod text_search;
 mod vectors;
@@ -12,6 +13,7 @@ use squidbot_core::memory::{ListFilter, MemoryError, MemoryStats, MemoryStore, M
 use squidbot_types::memory::{LinkKind, Memory, MemoryLink, NewMemory};
 
 use crate::database::Database;
+pub(crate) use contexts::{delete_context_memories, move_context_memories};
 use rows::{MEMORY_COLUMNS, ids_json, link_kind, query_memories, tags_json};
 use text_search::TermFrequencies;
 

@@ -17,6 +17,10 @@ mod jobs;
 mod ledgers;
 #[path = "store/memories.rs"]
 mod memories;
+#[path = "store/people.rs"]
+mod people;
+#[path = "store/people_contexts.rs"]
+mod people_contexts;
 #[path = "store/vectors.rs"]
 mod vectors;
 
@@ -30,6 +34,11 @@ use squidbot_core::store::{Durability, DynSessionStore, SessionStore, StoreError
 use squidbot_core::workspace::WorkspaceFiles;
 use squidbot_store::{FsWorkspace, JsonlSessionStore, MAX_WORKSPACE_FILE_BYTES, encode_key};
 use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
+
+/// Drops what schema 8 (people) added, for tests that turn a new database back into an
+/// older one.
+const DROP_PEOPLE: &str = "DROP TABLE identities; DROP TABLE users; DROP TABLE usage; DROP TABLE usage_notices; \
+     DROP TABLE approvals; DROP TABLE audit_log; DROP TABLE audit_head;";
 
 fn header(key: &str, created: &str) -> SessionHeader {
     SessionHeader {

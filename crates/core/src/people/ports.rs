@@ -98,10 +98,13 @@ impl UsageGrouping {
         match self {
             UsageGrouping::User => record.user.clone().unwrap_or_else(|| format!("context:{}", record.context)),
             UsageGrouping::Model => format!("{}/{}", record.provider, record.model),
-            UsageGrouping::Day => crate::clock::rfc3339(crate::clock::from_unix_millis(record.at_ms))
-                .get(..10)
-                .unwrap_or_default()
-                .to_owned(),
+            UsageGrouping::Day => {
+                let day_start = record.at_ms.div_euclid(86_400_000) * 86_400_000;
+                crate::clock::rfc3339(crate::clock::from_unix_millis(day_start.max(0)))
+                    .get(..10)
+                    .unwrap_or_default()
+                    .to_owned()
+            }
         }
     }
 }

@@ -32,6 +32,7 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0006_channel_access.sql"),
     },
     Migration { number: 7, file: "0007_job_runs.sql", sql: include_str!("../../migrations/0007_job_runs.sql") },
+    Migration { number: 8, file: "0008_people.sql", sql: include_str!("../../migrations/0008_people.sql") },
 ];
 
 /// Schema version this build writes (and the newest it can open).

@@ -183,6 +183,27 @@ pub(super) fn missing(connection: &Connection, limit: usize) -> rusqlite::Result
     rows.collect()
 }
 
+/// Moves the vectors of `from` into `to`'s partition (sqlite-vec can't change a row's
+/// partition key in place: each is read, deleted and written again); how many moved.
+/// Run inside a transaction.
+pub(super) fn move_context(connection: &Connection, from: &str, to: &str) -> rusqlite::Result<usize> {
+    if dimensions(connection)?.is_none() {
+        return Ok(0);
+    }
+    let vectors: Vec<(i64, Vec<u8>)> = {
+        let mut statement =
+            connection.prepare_cached("SELECT memory_id, embedding FROM memory_vectors WHERE context = ?1")?;
+        let rows = statement.query_map([from], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, bytes) in &vectors {
+        let embedding: Vec<f32> =
+            bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])).collect();
+        replace(connection, *id, to, &embedding)?;
+    }
+    Ok(vectors.len())
+}
+
 /// The context of memory `id`, `None` when there is no such memory.
 pub(super) fn context_of(connection: &Connection, id: i64) -> rusqlite::Result<Option<String>> {
     connection

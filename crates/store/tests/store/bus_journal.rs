@@ -47,11 +47,12 @@ fn a_schema_two_database_gains_the_journal() {
     let connection = rusqlite::Connection::open(&path).unwrap();
     // Later migrations' tables and columns go too, so the file looks like schema 2 again.
     connection
-        .execute_batch(
+        .execute_batch(&format!(
             "DROP TABLE job_revision; DROP TABLE jobs; DROP TABLE bus_messages; DROP TABLE approved_senders; \
-             DROP TABLE pairing_codes; DROP INDEX sessions_job_runs; ALTER TABLE sessions DROP COLUMN job_id; \
-             PRAGMA user_version = 2;",
-        )
+                 DROP TABLE pairing_codes; DROP INDEX sessions_job_runs; ALTER TABLE sessions DROP COLUMN job_id; \
+                 {} PRAGMA user_version = 2;",
+            crate::DROP_PEOPLE
+        ))
         .unwrap();
     drop(connection);
     let journal = SqliteBusJournal::new(Database::open(&path).unwrap());

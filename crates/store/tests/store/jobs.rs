@@ -137,10 +137,11 @@ async fn a_schema_three_database_gains_the_job_table() {
     drop(Database::open(&path).unwrap());
     let connection = rusqlite::Connection::open(&path).unwrap();
     connection
-        .execute_batch(
+        .execute_batch(&format!(
             "DROP TABLE jobs; DROP TABLE job_revision; DROP TABLE approved_senders; DROP TABLE pairing_codes; \
-             DROP INDEX sessions_job_runs; ALTER TABLE sessions DROP COLUMN job_id; PRAGMA user_version = 3;",
-        )
+                 DROP INDEX sessions_job_runs; ALTER TABLE sessions DROP COLUMN job_id; {} PRAGMA user_version = 3;",
+            crate::DROP_PEOPLE
+        ))
         .unwrap();
     drop(connection);
     let store = SqliteJobStore::new(Database::open(&path).unwrap());
@@ -149,7 +150,7 @@ async fn a_schema_three_database_gains_the_job_table() {
     let connection = rusqlite::Connection::open(&path).unwrap();
     let version: u32 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
     assert_eq!(version, squidbot_store::SCHEMA_VERSION);
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     assert_eq!(store.revision().await.unwrap(), 1);
 }
 
@@ -283,13 +284,14 @@ async fn a_schema_four_database_keeps_its_jobs_and_gains_the_revision() {
     SqliteJobStore::new(Database::open(&path).unwrap()).insert(&job("kept", Some(100))).await.unwrap();
     let connection = rusqlite::Connection::open(&path).unwrap();
     connection
-        .execute_batch(
+        .execute_batch(&format!(
             "DROP TRIGGER jobs_revision_after_insert; DROP TRIGGER jobs_revision_after_update;
-             DROP TRIGGER jobs_revision_after_delete; DROP TABLE job_revision; DROP INDEX jobs_generated;
-             ALTER TABLE jobs DROP COLUMN active_hours; DROP TABLE approved_senders; DROP TABLE pairing_codes;
-             DROP INDEX sessions_job_runs; ALTER TABLE sessions DROP COLUMN job_id;
-             PRAGMA user_version = 4;",
-        )
+                 DROP TRIGGER jobs_revision_after_delete; DROP TABLE job_revision; DROP INDEX jobs_generated;
+                 ALTER TABLE jobs DROP COLUMN active_hours; DROP TABLE approved_senders; DROP TABLE pairing_codes;
+                 DROP INDEX sessions_job_runs; ALTER TABLE sessions DROP COLUMN job_id; {}
+                 PRAGMA user_version = 4;",
+            crate::DROP_PEOPLE
+        ))
         .unwrap();
     drop(connection);
     let store = SqliteJobStore::new(Database::open(&path).unwrap());
