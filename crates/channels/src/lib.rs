@@ -23,7 +23,10 @@
 //!   with [`PendingCodes`], [`AttachmentStore`] and their data).
 //! - [`route`]: the memory context and session key of a message (the sender's own
 //!   context for direct messages, the owner's for the owner, the room's for groups),
-//!   safe as file names.
+//!   safe as file names; [`route_for`] the same for a sender linked to a user of the
+//!   people's policy (their direct messages go to the user's context from any channel).
+//! - [`ChannelNotifier`]: core's `PeopleNotifier` over the channels: approval requests
+//!   go to the admins' direct conversations, notes about a request to its session.
 //! - [`RestartBackoff`]: when to restart an adapter whose loop failed (5 s doubling to
 //!   5 min, ±10 % jitter, reset after a minute of healthy running, at least the
 //!   platform's `retry_after`, never after a fatal error).
@@ -36,8 +39,9 @@
 //! - [`WebhookChannel`]: messages posted to `POST /webhook/<name>`, signed with
 //!   HMAC-SHA256; [`Webhooks`] is core's `WebhookHandler` the server hands them to.
 //!
-//! The order of work for an inbound message: de-duplicate, decide with the policy,
-//! route to a session, run the turn, render the reply, split it, send (or edit).
+//! The order of work for an inbound message: de-duplicate, look up who wrote (under
+//! the people's policy), decide with the policy, route to a session, run the turn as
+//! that person, render the reply, split it, send (or edit).
 //! Randomness (jitter, pairing codes) comes from a [`RandomSource`] passed in, and time
 //! from core's [`squidbot_core::clock::Clock`], so all of it is testable.
 
@@ -49,6 +53,7 @@ mod dedup;
 mod manager;
 mod markdown;
 mod pairing;
+mod people;
 mod policy;
 mod port;
 mod session;
@@ -66,6 +71,7 @@ pub use pairing::{
     PAIRING_CODE_ALPHABET, PAIRING_CODE_LENGTH, PAIRING_CODE_LIFETIME, PairingCodes, PairingError, PendingCodes,
     PendingPairing,
 };
+pub use people::ChannelNotifier;
 pub use policy::{
     AccessConfig, AccessPolicy, Decision, DenyReason, DirectPolicy, GroupPolicy, REFUSAL_INTERVAL, pairing_reply,
 };
@@ -74,7 +80,7 @@ pub use port::{
     DynChannel, InboundMessage, InboundSink, OutboundMessage, ReadAttachment, Sender, SentMessage, SinkClosed,
     StreamMode,
 };
-pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, route};
+pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, direct_session_key, route, route_for};
 pub use split::split_message;
 /// Core's retry policy, for the adapters' own reconnect and retry loops.
 pub use squidbot_core::backoff::Backoff;

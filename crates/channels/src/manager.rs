@@ -2,15 +2,20 @@
 //! [`RestartBackoff`] without touching the others, reports each one's health, and turns
 //! inbound messages into turns of the [`Runner`] and their replies into platform messages.
 //!
-//! Per inbound message: de-duplicate, decide with the channel's [`AccessPolicy`], route to
-//! a context and session, handle `/new`, `/stop` and `/status`, save attachments, then
+//! Per inbound message: de-duplicate, find out who wrote (under the people's policy, a
+//! linked user is answered whatever the channel's policy and a disabled one never),
+//! decide with the channel's [`AccessPolicy`], route to a context and session, handle the
+//! commands (`/new`, `/stop`, `/status`, `/usage`, `/approve`, `/deny`), save attachments, then
 //! run the turn while showing typing and, on channels that edit in place, streaming the
 //! reply into one message; the final reply is rendered to the platform's format and split
-//! at its limit. Messages that agents post to a channel's session outside a turn
-//! (background results, bus messages, scheduled jobs) are sent to its conversation too.
+//! at its limit; a turn waiting for an admin says so at once, in a message of its own.
+//! Messages that agents post to a channel's session outside a turn (background results,
+//! bus messages, scheduled jobs, notes about approvals) are sent to its conversation too.
 
+mod commands;
 mod health;
 mod inbound;
+mod notices;
 mod outbound;
 #[cfg(test)]
 mod tests;
@@ -32,6 +37,7 @@ pub use squidbot_types::channel::{ChannelHealth, ChannelState};
 use self::health::HealthBook;
 use crate::backoff::{BackoffSettings, Restart, RestartBackoff};
 use crate::dedup::{DEFAULT_REMEMBERED_IDS, Deduplicator};
+use crate::people::LastSessions;
 use crate::policy::AccessPolicy;
 use crate::port::{Conversation, DynChannel, InboundSink};
 
@@ -96,6 +102,9 @@ pub struct ChannelManager {
     health: HealthBook,
     dedup: Mutex<Deduplicator>,
     destinations: Mutex<HashMap<String, Destination>>,
+    /// The direct-message session each linked person (and the owner) last wrote from, by
+    /// context: where notes for them go.
+    last_sessions: Mutex<LastSessions>,
     watchlist: std::sync::OnceLock<Watchlist>,
     started: Instant,
     tracker: TaskTracker,
@@ -141,6 +150,7 @@ impl ChannelManager {
             health,
             dedup: Mutex::new(Deduplicator::new(DEFAULT_REMEMBERED_IDS)),
             destinations: Mutex::new(HashMap::new()),
+            last_sessions: Mutex::new(LastSessions::default()),
             watchlist: std::sync::OnceLock::new(),
             started: Instant::now(),
             tracker: TaskTracker::new(),

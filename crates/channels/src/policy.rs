@@ -80,6 +80,8 @@ pub enum DenyReason {
     PairingPending,
     /// The approved senders could not be read, so the sender is treated as unknown.
     ApprovalUnknown(String),
+    /// The sender is linked to a user who is disabled.
+    UserDisabled,
 }
 
 impl fmt::Display for DenyReason {
@@ -93,6 +95,7 @@ impl fmt::Display for DenyReason {
             DenyReason::ApprovalUnknown(error) => {
                 write!(formatter, "can't tell whether the sender is approved: {error}")
             }
+            DenyReason::UserDisabled => formatter.write_str("the sender is linked to a disabled user"),
         }
     }
 }
@@ -247,6 +250,15 @@ impl AccessPolicy {
                 // Fail closed, and quietly: the store may be back for the next message.
                 Err(error) => Decision::Ignore { reason: DenyReason::ApprovalUnknown(error.to_string()) },
             },
+        }
+    }
+
+    /// The decision for a message from someone linked to a disabled user: refused like a
+    /// stranger in direct messages (the polite refusal at most once a day), ignored in rooms.
+    pub fn refuse_disabled_user(&self, message: &InboundMessage) -> Decision {
+        match message.conversation.kind {
+            ConversationKind::Direct => self.refuse(DenyReason::UserDisabled, &message.sender.id),
+            ConversationKind::Group => Decision::Ignore { reason: DenyReason::UserDisabled },
         }
     }
 

@@ -9,6 +9,8 @@
 //!
 //! A room's threads are separate conversations sharing the room's memory. Direct
 //! messages ignore threads: a person has one conversation with the bot per channel.
+//! Under the people's policy, [`route_for`] sends the direct messages of a person whose
+//! identity is linked to a user to that user's context, from whichever channel they write.
 //!
 //! Keys become file names in the session store, so each part is escaped: `%`, `/`,
 //! `\`, whitespace and control characters are written `%XX` (UTF-8 bytes), and so is a
@@ -17,6 +19,7 @@
 //! accepts is cut and ends with `+` and a hash of the whole key, so it stays unique.
 
 use blake2::{Blake2b128, Digest};
+use squidbot_types::people::User;
 
 use crate::port::{ConversationKind, InboundMessage};
 
@@ -51,7 +54,7 @@ pub fn route(message: &InboundMessage, owners: &[String]) -> Route {
             } else {
                 bounded(format!("user:{channel}:{sender}"))
             };
-            Route { context, session_key: bounded(format!("{channel}:{sender}")) }
+            Route { context, session_key: direct_session_key(&message.channel, &message.sender.id) }
         }
         ConversationKind::Group => {
             let room = escape_part(&message.conversation.id);
@@ -62,6 +65,23 @@ pub fn route(message: &InboundMessage, owners: &[String]) -> Route {
             Route { context: bounded(format!("group:{channel}:{room}")), session_key: bounded(session_key) }
         }
     }
+}
+
+/// The context and session of `message` when its sender's identity is linked to `user`
+/// (`None`: linked to nobody, or no people's policy): a linked person's direct messages
+/// go to their own context (the session key stays the channel's and the sender's); a
+/// room keeps its context whoever speaks. Without a user this is [`route`].
+pub fn route_for(message: &InboundMessage, owners: &[String], user: Option<&User>) -> Route {
+    let route = route(message, owners);
+    match (message.conversation.kind, user) {
+        (ConversationKind::Direct, Some(user)) => Route { context: user.context.clone(), ..route },
+        (ConversationKind::Direct, None) | (ConversationKind::Group, _) => route,
+    }
+}
+
+/// The session key of `sender_id`'s direct messages on `channel`, as [`route`] makes it.
+pub fn direct_session_key(channel: &str, sender_id: &str) -> String {
+    bounded(format!("{}:{}", escape_part(channel), escape_part(sender_id)))
 }
 
 /// Whether a character is written as `%XX` in a key part.
@@ -183,6 +203,49 @@ mod tests {
             route(&message("slack", ConversationKind::Group, "C123", Some("1712345678.000100"), "U1"), &owners());
         assert_eq!(thread.context, "group:slack:C123");
         assert_eq!(thread.session_key, "slack:C123:1712345678.000100");
+    }
+
+    fn linked(context: &str) -> User {
+        User {
+            id: "bob".to_owned(),
+            name: "Bob".to_owned(),
+            role: "user".to_owned(),
+            context: context.to_owned(),
+            created_ms: 0,
+            disabled: false,
+            budget: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_linked_person_writes_into_their_own_context_from_any_channel() {
+        let bob = linked("user:bob");
+        let telegram =
+            route_for(&message("telegram", ConversationKind::Direct, "555", None, "555"), &owners(), Some(&bob));
+        let slack = route_for(&message("slack", ConversationKind::Direct, "D1", None, "U9"), &owners(), Some(&bob));
+        assert_eq!(telegram, Route { context: "user:bob".to_owned(), session_key: "telegram:555".to_owned() });
+        assert_eq!(slack, Route { context: "user:bob".to_owned(), session_key: "slack:U9".to_owned() });
+        // An owner id linked to a user is that user.
+        let owner =
+            route_for(&message("telegram", ConversationKind::Direct, "1000", None, "1000"), &owners(), Some(&bob));
+        assert_eq!(owner.context, "user:bob");
+    }
+
+    #[test]
+    fn a_room_keeps_its_context_whoever_speaks_and_no_user_is_plain_routing() {
+        let bob = linked("user:bob");
+        let room = message("matrix", ConversationKind::Group, "!abc:example.org", Some("t1"), "@bob:example.org");
+        assert_eq!(route_for(&room, &owners(), Some(&bob)), route(&room, &owners()));
+        let stranger = message("telegram", ConversationKind::Direct, "555", None, "555");
+        assert_eq!(route_for(&stranger, &owners(), None), route(&stranger, &owners()));
+    }
+
+    #[test]
+    fn the_direct_session_key_is_the_one_route_makes() {
+        let sender = "../odd id";
+        let routed = route(&message("email", ConversationKind::Direct, "x", None, sender), &[]);
+        assert_eq!(direct_session_key("email", sender), routed.session_key);
+        assert_eq!(direct_session_key("telegram", "1000"), "telegram:1000");
     }
 
     #[test]

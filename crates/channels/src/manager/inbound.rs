@@ -1,38 +1,23 @@
-//! One inbound message: de-duplicated, checked against the policy, routed, then either a
-//! command (`/new`, `/stop`, `/status`) or a turn whose reply goes back to the chat.
+//! One inbound message: de-duplicated, its writer looked up (under the people's
+//! policy), checked against the policy, routed, then either a command or a turn whose
+//! reply goes back to the chat.
 
 use squidbot_core::events::TurnEventKind;
 use squidbot_core::runs::RunRequest;
 use squidbot_core::types::ImageRef;
 use tokio_util::sync::CancellationToken;
 
+use super::commands::command;
 use super::health::Count;
 use super::outbound::StreamedReply;
 use super::{ChannelEntry, ChannelManager};
+use crate::people::{Speaker, actor_of};
 use crate::policy::{Decision, pairing_reply};
-use crate::port::{Attachment, AttachmentData, InboundMessage, StreamMode};
-use crate::session::{OWNER_CONTEXT, route};
+use crate::port::{Attachment, AttachmentData, ConversationKind, InboundMessage, StreamMode};
+use crate::session::{OWNER_CONTEXT, route_for};
 
 /// What the person sees when a turn fails and they are not an owner (owners see why).
 const FAILURE_REPLY: &str = "Sorry, something went wrong while answering. Please try again later.";
-
-/// The commands every channel understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Command {
-    New,
-    Stop,
-    Status,
-}
-
-fn command(text: &str) -> Option<Command> {
-    let word = text.split_whitespace().next()?;
-    match word.to_ascii_lowercase().as_str() {
-        "/new" | "/reset" => Some(Command::New),
-        "/stop" => Some(Command::Stop),
-        "/status" => Some(Command::Status),
-        _ => None,
-    }
-}
 
 impl ChannelManager {
     /// Handles one message from an adapter.
@@ -51,7 +36,15 @@ impl ChannelManager {
             return;
         }
         self.health.count(&message.channel, Count::Received);
-        match entry.policy.decide(&message) {
+        let people = self.runner.agent().people().cloned();
+        let speaker = Speaker::of(people.as_deref(), &message);
+        let decision = match &speaker {
+            // Linking someone is letting them in; rooms keep their own rules.
+            Speaker::Linked(_) if message.conversation.kind == ConversationKind::Direct => Decision::Answer,
+            Speaker::Disabled(_) => entry.policy.refuse_disabled_user(&message),
+            Speaker::Linked(_) | Speaker::Unmanaged | Speaker::Unlinked => entry.policy.decide(&message),
+        };
+        match decision {
             Decision::Answer => {}
             Decision::Ignore { reason } => {
                 tracing::info!(channel = %message.channel, sender = %message.sender.id, %reason, "message not answered");
@@ -74,11 +67,21 @@ impl ChannelManager {
                 return;
             }
         }
-        let route = route(&message, entry.policy.owners());
-        let is_owner = route.context == OWNER_CONTEXT;
+        let route = route_for(&message, entry.policy.owners(), speaker.user());
+        let sender_is_owner = entry.policy.is_owner(&message.sender.id);
+        let actor = people.as_ref().and_then(|people| {
+            actor_of(&speaker, &message, &route, sender_is_owner, || people.actor_for_context(OWNER_CONTEXT))
+        });
+        let direct = message.conversation.kind == ConversationKind::Direct;
+        // Owners see why something failed in their direct messages; so do admins.
+        let sees_errors =
+            route.context == OWNER_CONTEXT || (direct && actor.as_ref().is_some_and(|actor| actor.is_admin()));
         self.remember_destination(&route.session_key, &message.channel, &message.conversation);
+        if direct && (speaker.user().is_some() || route.context == OWNER_CONTEXT) {
+            self.note_last_session(&route.context, &route.session_key);
+        }
         if let Some(command) = command(&message.text) {
-            let reply = self.run_command(command, &route.session_key).await;
+            let reply = self.run_command(command, &route.session_key, actor.as_ref()).await;
             self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
             return;
         }
@@ -89,7 +92,7 @@ impl ChannelManager {
         }
         if let Err(error) = self.runner.session_in(&route.session_key, &route.context).await {
             tracing::error!(channel = %message.channel, session = %route.session_key, %error, "can't open the session");
-            let reply = if is_owner { format!("can't open the session: {error}") } else { FAILURE_REPLY.to_owned() };
+            let reply = if sees_errors { format!("can't open the session: {error}") } else { FAILURE_REPLY.to_owned() };
             self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
             return;
         }
@@ -100,13 +103,13 @@ impl ChannelManager {
             origin: message.channel.clone(),
             run_id: None,
             correlation_id: None,
-            actor: None,
+            actor,
         };
         let mut handle = match self.runner.start(request) {
             Ok(handle) => handle,
             Err(error) => {
                 tracing::warn!(channel = %message.channel, %error, "can't start a turn");
-                let reply = if is_owner { format!("can't start: {error}") } else { FAILURE_REPLY.to_owned() };
+                let reply = if sees_errors { format!("can't start: {error}") } else { FAILURE_REPLY.to_owned() };
                 self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
                 return;
             }
@@ -126,6 +129,9 @@ impl ChannelManager {
                     self.stream_update(entry, &mut reply).await;
                 }
                 TurnEventKind::StreamReset => reply.reset(),
+                TurnEventKind::Waiting { message: waiting } => {
+                    self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), waiting).await;
+                }
                 TurnEventKind::File { path, name, mime } => reply.attach(Attachment {
                     name: name.clone(),
                     mime: mime.clone(),
@@ -146,7 +152,7 @@ impl ChannelManager {
                 TurnEventKind::Failed { error, .. } => {
                     typing.cancel();
                     tracing::warn!(channel = %message.channel, session = %route.session_key, %error, "turn failed");
-                    let text = if is_owner { format!("can't answer: {error}") } else { FAILURE_REPLY.to_owned() };
+                    let text = if sees_errors { format!("can't answer: {error}") } else { FAILURE_REPLY.to_owned() };
                     self.finish_reply(entry, &mut reply, &text).await;
                     break;
                 }
@@ -198,31 +204,6 @@ impl ChannelManager {
         (input, images)
     }
 
-    async fn run_command(&self, command: Command, session_key: &str) -> String {
-        match command {
-            Command::New => match self.runner.reset(session_key).await {
-                Ok(()) => "Started a new conversation.".to_owned(),
-                Err(error) => format!("can't start a new conversation: {error}"),
-            },
-            Command::Stop => {
-                let stopped = self.runner.abort(session_key, None);
-                if stopped.is_empty() { "Nothing is running.".to_owned() } else { "Stopped.".to_owned() }
-            }
-            Command::Status => {
-                let agent = self.runner.agent();
-                let running = self.runner.active_runs().iter().filter(|(_, session)| session == session_key).count();
-                let channels: Vec<String> =
-                    self.health().iter().map(|health| format!("{} {}", health.name, health.state.as_str())).collect();
-                format!(
-                    "model: {}\nsession: {session_key}\nrunning turns here: {running}\nchannels: {}\nup for: {} s",
-                    agent.settings().model,
-                    channels.join(", "),
-                    self.uptime().as_secs()
-                )
-            }
-        }
-    }
-
     /// Shows typing in the message's conversation until the returned token is cancelled.
     fn keep_typing(&self, entry: &ChannelEntry, message: &InboundMessage) -> CancellationToken {
         let stop = CancellationToken::new();
@@ -245,22 +226,5 @@ impl ChannelManager {
             }
         });
         stop
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commands_are_recognised_by_their_first_word() {
-        assert_eq!(command("/new"), Some(Command::New));
-        assert_eq!(command("  /NEW please"), Some(Command::New));
-        assert_eq!(command("/reset"), Some(Command::New));
-        assert_eq!(command("/stop"), Some(Command::Stop));
-        assert_eq!(command("/status"), Some(Command::Status));
-        assert_eq!(command("/newer"), None);
-        assert_eq!(command("tell me about /new"), None);
-        assert_eq!(command(""), None);
     }
 }

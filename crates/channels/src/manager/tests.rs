@@ -1,5 +1,7 @@
 //! The manager driven end to end in process: a fake adapter, a real core `Runner` over an
-//! echoing model, real policies.
+//! echoing model, real policies. Under the people's policy: `people`.
+
+mod people;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -165,6 +167,7 @@ struct Recorded {
 }
 
 struct FakeChannel {
+    name: String,
     capabilities: Capabilities,
     steps: Mutex<VecDeque<RunStep>>,
     incoming: tokio::sync::Mutex<mpsc::Receiver<InboundMessage>>,
@@ -174,7 +177,7 @@ struct FakeChannel {
 
 impl Channel for FakeChannel {
     fn name(&self) -> &str {
-        "fake"
+        &self.name
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -264,6 +267,7 @@ fn access(direct: DirectPolicy) -> AccessConfig {
 fn start(capabilities: Capabilities, steps: Vec<RunStep>, direct: DirectPolicy) -> Harness {
     let (incoming, receiver) = mpsc::channel(16);
     let channel = Arc::new(FakeChannel {
+        name: "fake".to_owned(),
         capabilities,
         steps: Mutex::new(steps.into()),
         incoming: tokio::sync::Mutex::new(receiver),

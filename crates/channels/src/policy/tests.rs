@@ -251,3 +251,21 @@ fn deny_reasons_read_well_in_logs() {
     assert!(DenyReason::ApprovalUnknown("x".to_owned()).to_string().starts_with("can't"));
     assert!(format!("{:?}", policy(config())).contains("telegram"));
 }
+
+#[test]
+fn a_disabled_user_is_refused_like_a_stranger_even_as_an_owner_and_ignored_in_rooms() {
+    let config =
+        AccessConfig { refusal: Some("Sorry, I'm private.".to_owned()), direct: DirectPolicy::Open, ..config() };
+    let policy = policy(config);
+    let polite = Decision::Refuse { reason: DenyReason::UserDisabled, reply: Some("Sorry, I'm private.".to_owned()) };
+    assert_eq!(policy.refuse_disabled_user(&direct("owner")), polite);
+    assert_eq!(
+        policy.refuse_disabled_user(&direct("owner")),
+        Decision::Refuse { reason: DenyReason::UserDisabled, reply: None },
+        "the polite refusal goes out once a day"
+    );
+    assert_eq!(
+        policy.refuse_disabled_user(&group("owner", true)),
+        Decision::Ignore { reason: DenyReason::UserDisabled }
+    );
+}

@@ -1,0 +1,205 @@
+//! The commands every channel understands: `/new` (`/reset`), `/stop`, `/status`, and
+//! under the people's policy `/usage`, `/approve ID` and `/deny ID [reason]`.
+
+use squidbot_core::people::{People, UsageSubject, budget};
+use squidbot_types::people::Actor;
+
+use super::ChannelManager;
+use crate::people::{Budget, usage_report};
+
+/// What the people commands answer when no people's policy is wired.
+const NO_PEOPLE: &str = "Users and roles are not enabled on this squidbot.";
+
+/// The commands, as `/status` lists them.
+const COMMAND_LIST: &str = "/new, /stop, /status, /usage, /approve ID, /deny ID [reason]";
+
+/// A command someone wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Command {
+    /// A fresh conversation.
+    New,
+    /// Stop the running turn.
+    Stop,
+    /// Model, session, channels.
+    Status,
+    /// What the writer used, and their budget.
+    Usage,
+    /// Approve a waiting request (`None`: the id is missing).
+    Approve { id: Option<String> },
+    /// Deny a waiting request, maybe saying why.
+    Deny { id: Option<String>, reason: Option<String> },
+}
+
+/// The first word of `text` and the rest after it.
+fn first_word(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start();
+    if text.is_empty() {
+        return None;
+    }
+    Some(text.split_once(char::is_whitespace).unwrap_or((text, "")))
+}
+
+/// The command `text` is, if its first word is one (`/new@bot` is `/new`, as Telegram
+/// writes commands in groups).
+pub(super) fn command(text: &str) -> Option<Command> {
+    let (word, rest) = first_word(text)?;
+    let word = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
+    let id_and_rest = || match first_word(rest) {
+        Some((id, after)) => (Some(id.to_owned()), Some(after.trim()).filter(|after| !after.is_empty())),
+        None => (None, None),
+    };
+    match word.as_str() {
+        "/new" | "/reset" => Some(Command::New),
+        "/stop" => Some(Command::Stop),
+        "/status" => Some(Command::Status),
+        "/usage" => Some(Command::Usage),
+        "/approve" => Some(Command::Approve { id: id_and_rest().0 }),
+        "/deny" => {
+            let (id, reason) = id_and_rest();
+            Some(Command::Deny { id, reason: reason.map(str::to_owned) })
+        }
+        _ => None,
+    }
+}
+
+/// An admin's answer to a request.
+enum Verdict {
+    /// Let it run.
+    Approve,
+    /// Refuse it, maybe saying why.
+    Deny { reason: Option<String> },
+}
+
+impl ChannelManager {
+    /// Runs `command` written in `session_key` by `actor` (none without a people's policy).
+    pub(super) async fn run_command(&self, command: Command, session_key: &str, actor: Option<&Actor>) -> String {
+        match command {
+            Command::New => match self.runner.reset(session_key).await {
+                Ok(()) => "Started a new conversation.".to_owned(),
+                Err(error) => format!("can't start a new conversation: {error}"),
+            },
+            Command::Stop => {
+                let stopped = self.runner.abort(session_key, None);
+                if stopped.is_empty() { "Nothing is running.".to_owned() } else { "Stopped.".to_owned() }
+            }
+            Command::Status => self.status(session_key, actor),
+            Command::Usage => match (self.runner.agent().people(), actor) {
+                (Some(people), Some(actor)) => self.usage(people, actor),
+                (None, _) | (_, None) => NO_PEOPLE.to_owned(),
+            },
+            Command::Approve { id } => self.decide(actor, id, Verdict::Approve),
+            Command::Deny { id, reason } => self.decide(actor, id, Verdict::Deny { reason }),
+        }
+    }
+
+    fn status(&self, session_key: &str, actor: Option<&Actor>) -> String {
+        let agent = self.runner.agent();
+        let running = self.runner.active_runs().iter().filter(|(_, session)| session == session_key).count();
+        let channels: Vec<String> =
+            self.health().iter().map(|health| format!("{} {}", health.name, health.state.as_str())).collect();
+        let mut status = format!(
+            "model: {}\nsession: {session_key}\nrunning turns here: {running}\nchannels: {}\nup for: {} s",
+            agent.settings().model,
+            channels.join(", "),
+            self.uptime().as_secs()
+        );
+        if let Some(actor) = actor {
+            status.push_str(&format!("\nyou: {} ({})", actor.name, actor.role));
+        }
+        status.push_str(&format!("\ncommands: {COMMAND_LIST}"));
+        status
+    }
+
+    /// `/usage`: what `actor` used today and this month, and their limits.
+    fn usage(&self, people: &People, actor: &Actor) -> String {
+        let now = self.runner.agent().clock().unix_millis();
+        let subject = match &actor.user {
+            Some(user) => UsageSubject::User(user.clone()),
+            None => UsageSubject::Context(actor.context.clone()),
+        };
+        let usage = &people.stores().usage;
+        let (today, month) = match (
+            usage.totals(&subject, budget::day_start_ms(now)),
+            usage.totals(&subject, budget::month_start_ms(now)),
+        ) {
+            (Ok(today), Ok(month)) => (today, month),
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::warn!(%error, "can't read usage for /usage");
+                return format!("can't show your usage: {error}");
+            }
+        };
+        let policy = people.policy(actor);
+        if !policy.budget_applies {
+            return usage_report(actor, &today, &month, &Budget::Exempt);
+        }
+        let own = match &actor.user {
+            Some(id) => match people.stores().directory.user(id) {
+                Ok(user) => user.map(|user| user.budget).unwrap_or_default(),
+                Err(error) => {
+                    tracing::warn!(%error, "can't read a user's own budget for /usage");
+                    Default::default()
+                }
+            },
+            None => Default::default(),
+        };
+        usage_report(actor, &today, &month, &Budget::Limits(budget::effective(&own, &policy.budget)))
+    }
+
+    /// `/approve` and `/deny`: decides request `id` as `actor`, in one line.
+    fn decide(&self, actor: Option<&Actor>, id: Option<String>, verdict: Verdict) -> String {
+        let (Some(people), Some(actor)) = (self.runner.agent().people(), actor) else {
+            return NO_PEOPLE.to_owned();
+        };
+        let (approve, reason, verb) = match verdict {
+            Verdict::Approve => (true, None, "approve"),
+            Verdict::Deny { reason } => (false, reason, "deny"),
+        };
+        let Some(id) = id else {
+            return format!("Which request? Write /{verb} ID with the id from the request.");
+        };
+        match people.decide(&id, actor, approve, reason) {
+            Ok(request) => format!(
+                "{} {}: {} for {}",
+                if approve { "approved" } else { "denied" },
+                request.id,
+                request.tool,
+                request.actor.name
+            ),
+            Err(error) => {
+                tracing::info!(id, by = %actor.name, %error, "approval decision refused");
+                format!("can't {verb} {id}: {error}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_recognised_by_their_first_word() {
+        assert_eq!(command("/new"), Some(Command::New));
+        assert_eq!(command("  /NEW please"), Some(Command::New));
+        assert_eq!(command("/reset"), Some(Command::New));
+        assert_eq!(command("/new@squidbot"), Some(Command::New));
+        assert_eq!(command("/stop"), Some(Command::Stop));
+        assert_eq!(command("/status"), Some(Command::Status));
+        assert_eq!(command("/usage"), Some(Command::Usage));
+        assert_eq!(command("/newer"), None);
+        assert_eq!(command("tell me about /new"), None);
+        assert_eq!(command(""), None);
+    }
+
+    #[test]
+    fn approve_and_deny_take_an_id_and_deny_a_reason() {
+        assert_eq!(command("/approve ABC123"), Some(Command::Approve { id: Some("ABC123".into()) }));
+        assert_eq!(command("/approve"), Some(Command::Approve { id: None }));
+        assert_eq!(command("/deny abc123"), Some(Command::Deny { id: Some("abc123".into()), reason: None }));
+        assert_eq!(
+            command("/deny ABC123   not  tonight \n"),
+            Some(Command::Deny { id: Some("ABC123".into()), reason: Some("not  tonight".into()) })
+        );
+        assert_eq!(command("/deny"), Some(Command::Deny { id: None, reason: None }));
+    }
+}
