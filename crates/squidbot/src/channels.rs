@@ -76,6 +76,9 @@ pub fn start(
         Box::new(SystemRandom),
         ManagerSettings::default(),
     ));
+    if let Some(people) = runner.agent().people() {
+        people.set_notifier(Arc::new(squidbot_channels::ChannelNotifier::new(&manager)));
+    }
     let listed = manager.clone();
     let list = Arc::new(move || listed.health());
     let webhooks = (!webhooks.is_empty()).then(|| Arc::new(webhooks) as Arc<dyn DynWebhookHandler>);

@@ -4,12 +4,110 @@
 //! People's roles (`[user_roles.<name>]`) are not agent roles (`[agents.<role>]`): every
 //! message here says "people's role" or "agent role".
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use serde_json::json;
+use squidbot_core::clock::{SystemClock, unix_millis};
 use squidbot_core::delegation::roles as agent_roles;
-use squidbot_core::people::RoleBook;
+use squidbot_core::people::{Directory, OWNER_CONTEXT, People, PeopleSettings, PeopleStores, RoleBook};
 use squidbot_llm::ConfigIssue;
+use squidbot_store::{SqliteApprovals, SqliteAudit, SqliteDirectory, SqliteUsage, load_or_create_audit_key};
 use squidbot_types::config::Config;
-use squidbot_types::people::BUILT_IN_ROLES;
+use squidbot_types::people::{ADMIN, AuditKind, BUILT_IN_ROLES, Identity, User};
 use squidbot_types::sandbox::SandboxBackend;
+
+use crate::wiring::Environment;
+
+/// The people's stores over the database, and the audit key.
+#[derive(Clone)]
+pub struct PeopleDatabase {
+    /// Users, identities and tokens.
+    pub directory: SqliteDirectory,
+    /// The usage ledger.
+    pub usage: SqliteUsage,
+    /// The audit trail.
+    pub audit: SqliteAudit,
+    /// Approval requests.
+    pub approvals: SqliteApprovals,
+    /// The audit key (from `$SQUIDBOT_HOME/audit.key`).
+    pub key: Vec<u8>,
+}
+
+/// Where the audit key lives: beside the database, out of every command's reach.
+pub fn audit_key_path(environment: &Environment) -> PathBuf {
+    environment.paths.home.join("audit.key")
+}
+
+/// Opens the people's stores (creating the audit key on first use).
+pub fn open(environment: &Environment) -> Result<PeopleDatabase> {
+    let database = environment.database()?;
+    let key_path = audit_key_path(environment);
+    let key = load_or_create_audit_key(&key_path)
+        .map_err(|error| anyhow::anyhow!("{error}"))
+        .with_context(|| format!("the audit key {}", key_path.display()))?;
+    Ok(PeopleDatabase {
+        directory: SqliteDirectory::new(database.clone()),
+        usage: SqliteUsage::new(database.clone()),
+        audit: SqliteAudit::new(database.clone(), &key),
+        approvals: SqliteApprovals::new(database),
+        key,
+    })
+}
+
+impl PeopleDatabase {
+    /// The people's policy of `config` over these stores.
+    pub fn policy(&self, config: &Config) -> People {
+        let stores = PeopleStores {
+            directory: Arc::new(self.directory.clone()),
+            usage: Arc::new(self.usage.clone()),
+            audit: Arc::new(self.audit.clone()),
+            approvals: Arc::new(self.approvals.clone()),
+        };
+        People::new(PeopleSettings::from_config(config), stores, Arc::new(SystemClock))
+            .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config)))
+    }
+
+    /// Makes sure the person who onboarded is a user: when there is none yet, an `admin`
+    /// whose context is `owner` (so their memories, sessions, jobs and approved senders
+    /// stay theirs) with every channel's `owners` linked. Returns them when made now.
+    pub fn ensure_owner(&self, config: &Config, people: &People) -> Result<Option<User>> {
+        if !self.directory.users().map_err(|error| anyhow::anyhow!(error))?.is_empty() {
+            return Ok(None);
+        }
+        let name = std::env::var("USER").ok().filter(|name| !name.trim().is_empty()).unwrap_or_else(|| "Owner".into());
+        let now = unix_millis(std::time::SystemTime::now());
+        let owner = User {
+            id: "owner".into(),
+            name,
+            role: ADMIN.into(),
+            context: OWNER_CONTEXT.into(),
+            created_ms: now,
+            disabled: false,
+            budget: Default::default(),
+        };
+        self.directory.add_user(&owner).map_err(|error| anyhow::anyhow!(error))?;
+        let mut linked = Vec::new();
+        for (channel, settings) in &config.channels {
+            for id in &settings.owners {
+                let identity = Identity { channel: channel.clone(), sender_id: id.clone() };
+                match self.directory.link(&owner.id, &identity, now) {
+                    Ok(_) => linked.push(identity.to_string()),
+                    Err(error) => tracing::warn!(%error, "can't link an owner id to the first admin"),
+                }
+            }
+        }
+        people.audit_as(
+            AuditKind::UserChange,
+            "system",
+            &owner.id,
+            true,
+            json!({"action": "add", "role": ADMIN, "context": OWNER_CONTEXT, "linked": linked, "why": "the first admin"}),
+        );
+        Ok(Some(owner))
+    }
+}
 
 /// Whether `name` is a usable people's role name: lower-case letters, digits, `-`, `_`.
 fn valid_role_name(name: &str) -> bool {

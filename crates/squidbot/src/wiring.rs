@@ -49,6 +49,7 @@ pub struct Environment {
     database: OnceLock<Database>,
     sandbox: OnceLock<Arc<LinuxSandbox>>,
     bus: OnceLock<Arc<squidbot_bus::Bus>>,
+    people: OnceLock<Arc<squidbot_core::people::People>>,
 }
 
 impl Environment {
@@ -57,7 +58,14 @@ impl Environment {
         let paths = Paths::from_env()?;
         let loaded = config_loader::load(&paths.config)?;
         logging::init(&loaded.config.logging, config_loader::secret_values(&loaded.config));
-        Ok(Self { paths, loaded, database: OnceLock::new(), sandbox: OnceLock::new(), bus: OnceLock::new() })
+        Ok(Self {
+            paths,
+            loaded,
+            database: OnceLock::new(),
+            sandbox: OnceLock::new(),
+            bus: OnceLock::new(),
+            people: OnceLock::new(),
+        })
     }
 
     /// The database, opened once per process.
@@ -239,8 +247,12 @@ impl Environment {
         let memory_tools =
             squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
         let web_tools = squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok())?;
-        let builtin =
-            squidbot_tools::builtin_tools_reading(&self.config().tools, self.sandbox(), self.skill_read_roots());
+        let builtin = squidbot_tools::builtin_tools_for_people(
+            &self.config().tools,
+            self.sandbox(),
+            self.skill_read_roots(),
+            self.people_role_sandboxes(),
+        );
         let cron_tools = squidbot_tools::cron_tools(Arc::new(SqliteJobStore::new(self.database()?)), self.job_zone());
         for tool in builtin.into_iter().chain(memory_tools).chain(cron_tools).chain(web_tools) {
             registry.register(tool);
@@ -280,6 +292,32 @@ impl Environment {
                 helper,
             }))
         }
+    }
+
+    /// The sandboxes of the people's roles that have their own backend.
+    fn people_role_sandboxes(&self) -> Vec<(String, Arc<dyn squidbot_core::sandbox::Sandbox>)> {
+        let book = squidbot_core::people::RoleBook::new(&self.config().user_roles);
+        book.names()
+            .filter_map(|name| book.policy(name).sandbox.map(|backend| (name.to_owned(), backend)))
+            .map(|(name, backend)| {
+                let sandbox: Arc<dyn squidbot_core::sandbox::Sandbox> = self.role_sandbox(&RoleSandbox::Backend(backend));
+                (name, sandbox)
+            })
+            .collect()
+    }
+
+    /// The people's policy over the database (users, usage, approvals, audit), built
+    /// once per process; the first admin is made on first use when there is none.
+    pub fn people(&self) -> Result<Arc<squidbot_core::people::People>> {
+        if let Some(people) = self.people.get() {
+            return Ok(people.clone());
+        }
+        let database = crate::people::open(self)?;
+        let people = database.policy(self.config());
+        if let Some(owner) = database.ensure_owner(self.config(), &people)? {
+            tracing::info!(user = %owner.id, "made the first admin from the owner");
+        }
+        Ok(self.people.get_or_init(|| Arc::new(people)).clone())
     }
 
     /// `catalogue` with the built-in tools confined by a role's own sandbox, if it has one.
@@ -399,6 +437,7 @@ impl Environment {
             .with_sections(sections)
             .with_prompt_profile(profile)
             .with_delegation(delegator)
+            .with_people(self.people()?)
             .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config))))
     }
 
@@ -418,6 +457,7 @@ impl Environment {
         let files = Arc::new(FsWorkspace::new(workspace.clone()));
         let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config));
         let pool = Arc::new(WorkerPool::new());
+        let people = self.people()?;
         let mut delegator = Delegator::new(pool.clone(), crate::agents::max_workers(config));
         let runtime = runtime_info(&workspace, format!("{channel} (delegated)"));
         for name in crate::agents::names(config).into_iter().filter(|name| name != ASSISTANT_ROLE) {
@@ -449,6 +489,7 @@ impl Environment {
             let agent =
                 Agent::new(router.clone(), tools, store.clone(), files.clone(), Arc::new(SystemClock), settings)
                     .with_prompt_profile(role.profile)
+                    .with_people(people.clone())
                     .with_leak_scanner(leaks.clone());
             let summary = roles::summary(&name);
             delegator = delegator.with_role(name, RoleAgent { agent: Arc::new(agent), timeout: role.timeout, summary });

@@ -55,7 +55,23 @@ pub fn builtin_tools_reading(
     sandbox: Arc<dyn Sandbox>,
     read_roots: Vec<std::path::PathBuf>,
 ) -> Vec<Arc<dyn DynTool>> {
+    builtin_tools_for_people(config, sandbox, read_roots, Vec::new())
+}
+
+/// Like [`builtin_tools_reading`], with `exec` running the commands of people of some
+/// people's roles through sandboxes of their own (`[user_roles.<role>] sandbox`).
+pub fn builtin_tools_for_people(
+    config: &ToolsConfig,
+    sandbox: Arc<dyn Sandbox>,
+    read_roots: Vec<std::path::PathBuf>,
+    role_sandboxes: Vec<(String, Arc<dyn Sandbox>)>,
+) -> Vec<Arc<dyn DynTool>> {
     let guard = PathGuard::from_config(config).with_read_roots(read_roots);
+    let exec = role_sandboxes
+        .into_iter()
+        .fold(ExecTool::new(guard.clone(), &config.exec).with_sandbox(sandbox), |exec, (role, sandbox)| {
+            exec.with_role_sandbox(&role, sandbox)
+        });
     vec![
         Arc::new(ReadFileTool::new(guard.clone())),
         Arc::new(WriteFileTool::new(guard.clone())),
@@ -63,8 +79,8 @@ pub fn builtin_tools_reading(
         Arc::new(ListDirTool::new(guard.clone())),
         Arc::new(GrepTool::new(guard.clone())),
         Arc::new(FindTool::new(guard.clone())),
-        Arc::new(SendFileTool::new(guard.clone())),
-        Arc::new(ExecTool::new(guard, &config.exec).with_sandbox(sandbox)),
+        Arc::new(SendFileTool::new(guard)),
+        Arc::new(exec),
     ]
 }
 

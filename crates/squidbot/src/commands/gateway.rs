@@ -14,6 +14,7 @@ use squidbot_core::scheduler::JobControl;
 use squidbot_server::{Auth, Gateway, JobServices, ProviderSummary, Services};
 use squidbot_types::Secret;
 use squidbot_types::config::GatewayAuthMode;
+use squidbot_types::sandbox::SandboxBackend;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{GatewayAction, GatewayArgs};
@@ -102,6 +103,10 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         );
     }
     let agent = Arc::new(environment.ready_assistant(None, true, "gateway")?);
+    let people = environment.people()?;
+    let people_database = crate::people::open(environment)?;
+    let directory = people_database.directory.clone();
+    refuse_unconfined_people(environment, &people)?;
     let mut models = vec![agent.settings().model.clone()];
     models.extend(environment.config().llm.fallbacks.iter().cloned());
     models.extend(environment.config().agents.keys().map(|role| format!("squidbot/{role}")));
@@ -128,6 +133,9 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         bus: Some(environment.bus()?),
         jobs: None,
         channels: None,
+        people: Some(people.clone()),
+        audit_key: Some(people_database.key.clone()),
+        token_issued: Some(Arc::new(move |user: &str| directory.token_created_ms(user))),
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
         .await
@@ -146,6 +154,12 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     });
     let channels = crate::channels::start(environment, &runner, shutdown.clone())?;
     services.channels = channels.as_ref().map(|running| running.services.clone());
+    // Turns that waited for an admin when squidbot last stopped are gone: end their
+    // requests and tell their people (the channels are up to carry the note).
+    let abandoned = people.abandon_pending();
+    if !abandoned.is_empty() {
+        tracing::info!(count = abandoned.len(), "ended approval requests left pending by the last run");
+    }
     let gateway = Gateway::new(runner, auth, models, services);
     let local = listener.local_addr()?;
     println!("listening on http://{local}");
@@ -167,6 +181,22 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     served.context("the gateway stopped")?;
     eprintln!("gateway stopped");
     Ok(())
+}
+
+/// Refuses to start while a person whose people's role may run `exec` would have their
+/// commands run unconfined (only admins may).
+fn refuse_unconfined_people(environment: &Environment, people: &squidbot_core::people::People) -> Result<()> {
+    use squidbot_core::sandbox::Sandbox as _;
+    let sandbox = environment.sandbox();
+    if sandbox.confinement().isolates_host {
+        return Ok(());
+    }
+    let users = people.stores().directory.users().map_err(|error| anyhow!(error))?;
+    let problems = crate::people::unconfined_exec(environment.config(), SandboxBackend::None, &users);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    bail!("refusing to start: commands run unconfined here ({}): {}", sandbox.backend(), problems.join("; "))
 }
 
 async fn wait_for_signal() {
