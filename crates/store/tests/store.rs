@@ -38,7 +38,7 @@ use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_
 /// Drops what schema 8 (people) added, for tests that turn a new database back into an
 /// older one.
 const DROP_PEOPLE: &str = "DROP TABLE identities; DROP TABLE users; DROP TABLE usage; DROP TABLE usage_notices; \
-     DROP TABLE approvals; DROP TABLE audit_log; DROP TABLE audit_head;";
+     DROP TABLE approvals; DROP TABLE audit_log; DROP TABLE audit_head; DROP TABLE usage_daily;";
 
 fn header(key: &str, created: &str) -> SessionHeader {
     SessionHeader {

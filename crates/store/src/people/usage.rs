@@ -18,6 +18,8 @@ const NOTICE_KEPT_MS: i64 = 62 * 24 * 60 * 60 * 1000;
 
 const DAY_SECONDS: i64 = 24 * 60 * 60;
 
+const DAY_MS: i64 = DAY_SECONDS * 1000;
+
 /// Sums selected after the grouping key, in the order [`totals_from_row`] reads them.
 const SUMS: &str = "count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), \
      coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0), total(cost)";
@@ -119,6 +121,23 @@ impl UsageLedger for SqliteUsage {
     }
 
     fn totals(&self, subject: &UsageSubject, since_ms: i64) -> Result<UsageTotals, PeopleStoreError> {
+        if since_ms >= 0 && since_ms % DAY_MS == 0 {
+            // Whole days (every budget period): the per-day sums, at most a month of rows.
+            let (name, who) = match subject {
+                UsageSubject::User(user) => (format!("user:{user}"), user.as_str()),
+                UsageSubject::Context(context) => (format!("context:{context}"), context.as_str()),
+            };
+            return read(&self.database, &format!("read the usage of {who}"), |connection| {
+                connection
+                    .prepare_cached(
+                        "SELECT coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), \
+                         coalesce(sum(output_tokens), 0), coalesce(sum(cache_read_tokens), 0), \
+                         coalesce(sum(cache_write_tokens), 0), total(cost) \
+                         FROM usage_daily WHERE subject = ?1 AND day >= ?2",
+                    )?
+                    .query_row(params![name, since_ms / DAY_MS], |row| totals_from_row(row, 0))
+            });
+        }
         // Each form reads one index: (user_id, at_ms) or (context, at_ms).
         let (sql, who) = match subject {
             UsageSubject::User(user) => {

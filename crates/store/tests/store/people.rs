@@ -453,7 +453,7 @@ fn a_database_of_schema_seven_upgrades_with_its_data() {
             )
             .unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 8);
+    assert_eq!(SCHEMA_VERSION, 9);
     let database = Database::open(&path).unwrap();
     let connection = Connection::open(&path).unwrap();
     let count = |table: &str| -> i64 {
@@ -467,9 +467,62 @@ fn a_database_of_schema_seven_upgrades_with_its_data() {
         .unwrap();
     assert_eq!(counts, (1, 1));
     let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     // The new tables work at once.
     let directory = SqliteDirectory::new(database);
     directory.add_user(&user("alice", "admin")).unwrap();
     assert_eq!(directory.users().unwrap().len(), 1);
+}
+
+/// The per-day sums budget checks read stay equal to the calls themselves through
+/// inserts, deletes and moves (a stranger's usage merged into a person's).
+#[test]
+fn daily_sums_follow_every_change_of_the_calls() {
+    let (_directory, database) = database();
+    let ledger = SqliteUsage::new(database.clone());
+    let day = 86_400_000;
+    let base = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+    for index in 0..200_i64 {
+        let user = if index % 3 == 0 { None } else { Some(["ann", "bob"][(index % 2) as usize]) };
+        let context = if user.is_none() { "user:telegram:7" } else { "owner" };
+        let cost = (index % 4 != 0).then_some(0.25);
+        ledger
+            .record(&record(base + index * day / 7 - 3 * day, user, context, "openai/gpt", 10 + index as u64, cost))
+            .unwrap();
+    }
+    let connection = rusqlite::Connection::open(database.path()).unwrap();
+    connection.execute("DELETE FROM usage WHERE id % 5 = 0", []).unwrap();
+    connection
+        .execute(
+            "UPDATE usage SET user_id = 'bob', context = 'user:bob' WHERE context = 'user:telegram:7' AND id % 2 = 0",
+            [],
+        )
+        .unwrap();
+    let raw = |subject: &UsageSubject, since: i64| -> (i64, i64, f64) {
+        let (filter, who) = match subject {
+            UsageSubject::User(user) => ("user_id = ?1", user.as_str()),
+            UsageSubject::Context(context) => ("user_id IS NULL AND context = ?1", context.as_str()),
+        };
+        connection
+            .query_row(
+                &format!("SELECT count(*), coalesce(sum(input_tokens), 0), total(cost) FROM usage WHERE {filter} AND at_ms >= ?2"),
+                rusqlite::params![who, since],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap()
+    };
+    let subjects = [
+        UsageSubject::User("ann".into()),
+        UsageSubject::User("bob".into()),
+        UsageSubject::Context("user:telegram:7".into()),
+        UsageSubject::Context("owner".into()),
+    ];
+    for subject in &subjects {
+        for since in [0, base - 2 * day, base, base + 5 * day, base + 40 * day] {
+            let summed = ledger.totals(subject, since).unwrap();
+            let (calls, input, cost) = raw(subject, since);
+            assert_eq!((summed.calls as i64, summed.input_tokens as i64), (calls, input), "{subject:?} since {since}");
+            assert!((summed.cost - cost).abs() < 1e-9, "{subject:?} since {since}: {} vs {cost}", summed.cost);
+        }
+    }
 }
