@@ -7,6 +7,8 @@
 //! `cargo bench -p squidbot-store --bench people`; `SQUIDBOT_BENCH_SAMPLES` (default
 //! 5,000) sets the single calls timed for the percentiles.
 
+#![allow(clippy::expect_used, reason = "a benchmark aborts loudly on any setup failure")]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
