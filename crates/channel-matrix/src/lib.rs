@@ -66,7 +66,7 @@ use squidbot_channels::{
 };
 use tokio_util::sync::CancellationToken;
 
-pub use settings::{DEFAULT_MAX_ATTACHMENT_BYTES, InvitePolicy, MatrixSettings};
+pub use settings::{DEFAULT_MAX_ATTACHMENT_BYTES, InvitePolicy, KnownInviter, MatrixSettings};
 
 use crate::api::{Api, Credentials};
 use crate::mention::BotNames;

@@ -49,9 +49,30 @@ pub enum InvitePolicy {
     All,
     /// Joins only when the inviter is one of these user ids.
     From(Vec<String>),
+    /// Joins when the inviter is one of these user ids or someone the check knows (a
+    /// person linked to this channel, looked up when the invitation comes).
+    FromOrKnown(Vec<String>, KnownInviter),
     /// Rejects every invitation (the bot is added to rooms by other means).
     None,
 }
+
+/// Whether a Matrix user id belongs to someone squidbot knows (a linked person).
+#[derive(Clone)]
+pub struct KnownInviter(pub std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for KnownInviter {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("KnownInviter")
+    }
+}
+
+impl PartialEq for KnownInviter {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for KnownInviter {}
 
 impl InvitePolicy {
     /// Whether an invitation from `inviter` (a user id) is accepted.
@@ -59,6 +80,9 @@ impl InvitePolicy {
         match self {
             InvitePolicy::All => true,
             InvitePolicy::From(allowed) => allowed.iter().any(|user_id| user_id == inviter),
+            InvitePolicy::FromOrKnown(allowed, known) => {
+                allowed.iter().any(|user_id| user_id == inviter) || (known.0)(inviter)
+            }
             InvitePolicy::None => false,
         }
     }
@@ -165,6 +189,12 @@ mod tests {
     fn invite_policy_decides_by_inviter() {
         assert!(InvitePolicy::All.accepts("@anyone:localhost"));
         assert!(!InvitePolicy::None.accepts("@anyone:localhost"));
+        let known = InvitePolicy::FromOrKnown(
+            vec!["@owner:localhost".to_owned()],
+            KnownInviter(std::sync::Arc::new(|inviter: &str| inviter == "@linked:localhost")),
+        );
+        assert!(known.accepts("@owner:localhost") && known.accepts("@linked:localhost"));
+        assert!(!known.accepts("@stranger:localhost"));
         let from = InvitePolicy::From(vec!["@owner:localhost".to_owned()]);
         assert!(from.accepts("@owner:localhost"));
         assert!(!from.accepts("@stranger:localhost"));

@@ -80,7 +80,7 @@ pub use port::{
     DynChannel, InboundMessage, InboundSink, OutboundMessage, ReadAttachment, Sender, SentMessage, SinkClosed,
     StreamMode,
 };
-pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, direct_session_key, route, route_for};
+pub use session::{MAX_KEY_FILE_BYTES, OWNER_CONTEXT, Route, direct_session_key, route, route_for, stranger_context};
 pub use split::split_message;
 /// Core's retry policy, for the adapters' own reconnect and retry loops.
 pub use squidbot_core::backoff::Backoff;

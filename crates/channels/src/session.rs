@@ -79,6 +79,13 @@ pub fn route_for(message: &InboundMessage, owners: &[String], user: Option<&User
     }
 }
 
+/// The context `sender_id`'s direct messages on `channel` had while they were a stranger
+/// (not an owner, linked to nobody), as [`route`] makes it: where `squidbot users link`
+/// finds what they said before.
+pub fn stranger_context(channel: &str, sender_id: &str) -> String {
+    bounded(format!("user:{}:{}", escape_part(channel), escape_part(sender_id)))
+}
+
 /// The session key of `sender_id`'s direct messages on `channel`, as [`route`] makes it.
 pub fn direct_session_key(channel: &str, sender_id: &str) -> String {
     bounded(format!("{}:{}", escape_part(channel), escape_part(sender_id)))
@@ -246,6 +253,17 @@ mod tests {
         let routed = route(&message("email", ConversationKind::Direct, "x", None, sender), &[]);
         assert_eq!(direct_session_key("email", sender), routed.session_key);
         assert_eq!(direct_session_key("telegram", "1000"), "telegram:1000");
+    }
+
+    #[test]
+    fn the_stranger_context_is_the_one_route_makes() {
+        let long = "x".repeat(300);
+        for (channel, sender) in
+            [("telegram", "77"), ("matrix", "@bob:example.org"), ("email", "../odd id"), ("c", long.as_str())]
+        {
+            let routed = route(&message(channel, ConversationKind::Direct, "x", None, sender), &owners());
+            assert_eq!(stranger_context(channel, sender), routed.context, "{channel}:{sender}");
+        }
     }
 
     #[test]

@@ -84,30 +84,224 @@ pub enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
-    /// Decide who may talk to the assistant on the chat channels: approved senders and
-    /// pairing codes waiting for approval.
+    /// The people the assistant works for: users with a people's role, their linked chat
+    /// accounts, gateway tokens and budgets; approved senders and pairing codes.
     Users {
         /// Which users action.
         #[command(subcommand)]
         action: UsersAction,
     },
+    /// Tool calls waiting for an admin: list them, approve or deny one (as the owner).
+    Approvals {
+        /// Which approvals action.
+        #[command(subcommand)]
+        action: ApprovalsAction,
+    },
+    /// Tokens and cost of the model calls, per day, user or model.
+    Usage(UsageArgs),
+    /// The audit trail: tool calls, approvals, logins, user and role changes, skill
+    /// installs, budget refusals; `audit verify` checks its keyed chain.
+    Audit(AuditArgs),
 }
 
 /// `squidbot users …`.
 #[derive(Debug, Subcommand)]
 pub enum UsersAction {
-    /// List approved senders and the pairing codes waiting for approval.
+    /// List the users (role, context, linked identities, whether they have a gateway
+    /// token), then approved senders and the pairing codes waiting for approval.
     List(JsonFlag),
-    /// Let in the sender a pairing code was given to (the code works once, within an hour).
+    /// Add a user with a people's role; their memory context is `user:<ID>`.
+    Add {
+        /// Lower-case letters, digits, `-` and `_`, starting with a letter or a digit.
+        id: String,
+        /// Their people's role: admin, user, child, guest or one of [user_roles.*]
+        /// (people's roles, not the agent roles of [agents.*]).
+        #[arg(long)]
+        role: String,
+        /// How they are called (default: the id).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Give a user another people's role.
+    Role {
+        /// The user's id.
+        user: String,
+        /// The new people's role.
+        role: String,
+    },
+    /// Stop answering a user anywhere and refuse their gateway token.
+    Disable {
+        /// The user's id.
+        user: String,
+    },
+    /// Answer a disabled user again.
+    Enable {
+        /// The user's id.
+        user: String,
+    },
+    /// Show a user: role, identities, token, usage today and this month, budget limits.
+    Show {
+        /// The user's id.
+        user: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Link a chat account to a user; what it said as a stranger is merged into theirs.
+    Link {
+        /// The user's id.
+        user: String,
+        /// `CHANNEL:ID`, the channel's name as in [channels.<name>] (or `gateway`).
+        identity: String,
+    },
+    /// Unlink a chat account from whoever has it.
+    Unlink {
+        /// `CHANNEL:ID`.
+        identity: String,
+    },
+    /// Make a new gateway token for a user (printed once; it replaces any earlier one).
+    Token {
+        /// The user's id.
+        user: String,
+    },
+    /// Show or set a user's own budget (UTC days and months); limits not given stay.
+    Budget(BudgetArgs),
+    /// Let in the sender a pairing code was given to (the code works once, within an
+    /// hour): as an approved sender, or linked to a user.
     Approve {
         /// The code the sender received, e.g. `K7MPQ2`.
         code: String,
+        /// Link the sender to this existing user instead.
+        #[arg(long = "as", value_name = "USER", conflicts_with = "new")]
+        user: Option<String>,
+        /// Create a user with this id for the sender and link them (needs --role).
+        #[arg(long, value_name = "ID", requires = "role")]
+        new: Option<String>,
+        /// The people's role of the user --new creates.
+        #[arg(long, requires = "new")]
+        role: Option<String>,
     },
     /// Withdraw an approval.
     Revoke {
         /// `CHANNEL:SENDER_ID`, as `squidbot users list` shows it.
         sender: String,
     },
+    /// Delete a user and their data: memories, sessions, memory.md, files, jobs, usage.
+    /// The audit trail keeps that it happened.
+    Purge {
+        /// The user's id.
+        user: String,
+        /// Don't ask to type the id to confirm.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// `squidbot users budget`.
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    /// The user's id.
+    pub user: String,
+    /// Tokens (input, output and cache) per UTC day.
+    #[arg(long)]
+    pub daily_tokens: Option<u64>,
+    /// Tokens per calendar month (UTC).
+    #[arg(long)]
+    pub monthly_tokens: Option<u64>,
+    /// Cost per UTC day, in the price table's currency.
+    #[arg(long)]
+    pub daily_cost: Option<f64>,
+    /// Cost per calendar month.
+    #[arg(long)]
+    pub monthly_cost: Option<f64>,
+    /// Remove the user's own limits (their role's apply).
+    #[arg(long, conflicts_with_all = ["daily_tokens", "monthly_tokens", "daily_cost", "monthly_cost"])]
+    pub clear: bool,
+}
+
+/// `squidbot approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsAction {
+    /// List the requests waiting for an admin, newest first.
+    List {
+        /// Also the decided, expired and abandoned ones.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a request: the tool runs once, with exactly the arguments shown.
+    Approve {
+        /// The request's id (from `squidbot approvals list`).
+        id: String,
+    },
+    /// Deny a request: the model gets the refusal.
+    Deny {
+        /// The request's id.
+        id: String,
+        /// Why (the model and the person see it).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+/// How `squidbot usage` sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UsageBy {
+    /// Per user (`context:<context>` for calls without one).
+    User,
+    /// Per `provider/model`.
+    Model,
+    /// Per UTC day.
+    Day,
+}
+
+/// `squidbot usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Only this user's calls.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// How far back: a duration (`7d`, `24h`, `90m`) or a time (`2026-01-31`,
+    /// `2026-01-31T09:00:00Z`).
+    #[arg(long, default_value = "30d")]
+    pub since: String,
+    /// How to sum.
+    #[arg(long, value_enum, default_value_t = UsageBy::Day)]
+    pub by: UsageBy,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `squidbot audit`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AuditArgs {
+    /// An audit helper instead of listing.
+    #[command(subcommand)]
+    pub action: Option<AuditAction>,
+    /// Only rows whose actor is this (a user id, `owner`, `cli`, `system`, `stranger:<context>`).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// How far back: a duration (`1d`, `12h`) or a time (`2026-01-31`).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// At most this many rows (the newest), oldest first.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `squidbot audit …` helpers.
+#[derive(Debug, Subcommand)]
+pub enum AuditAction {
+    /// Check the keyed chain: every row unedited, none missing (the last ones included),
+    /// and not recomputed without the key.
+    Verify,
 }
 
 /// `squidbot workers …`.

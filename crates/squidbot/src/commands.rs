@@ -1,6 +1,8 @@
 //! Dispatch of CLI commands.
 
 mod agent;
+mod approvals;
+mod audit;
 mod config;
 mod cron;
 mod doctor;
@@ -13,6 +15,7 @@ mod send;
 mod sessions;
 mod skills;
 mod status;
+mod usage;
 mod users;
 mod workers;
 
@@ -73,7 +76,19 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
         }
         Command::Users { action } => {
             let environment = Environment::load()?;
-            users::run(&environment, &action).map(|()| ExitCode::SUCCESS)
+            users::run(&environment, action).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Approvals { action } => {
+            let environment = Environment::load()?;
+            approvals::run(&environment, action).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Usage(arguments) => {
+            let environment = Environment::load()?;
+            usage::run(&environment, &arguments).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Audit(arguments) => {
+            let environment = Environment::load()?;
+            audit::run(&environment, &arguments).map(|()| ExitCode::SUCCESS)
         }
         Command::Maintenance => {
             let environment = Environment::load()?;

@@ -300,7 +300,8 @@ impl Environment {
         book.names()
             .filter_map(|name| book.policy(name).sandbox.map(|backend| (name.to_owned(), backend)))
             .map(|(name, backend)| {
-                let sandbox: Arc<dyn squidbot_core::sandbox::Sandbox> = self.role_sandbox(&RoleSandbox::Backend(backend));
+                let sandbox: Arc<dyn squidbot_core::sandbox::Sandbox> =
+                    self.role_sandbox(&RoleSandbox::Backend(backend));
                 (name, sandbox)
             })
             .collect()

@@ -68,7 +68,7 @@ pub fn build(environment: &Environment, name: &str, kind: &str, config: &Channel
         }
         #[cfg(feature = "matrix")]
         "matrix" => {
-            use squidbot_channel_matrix::{InvitePolicy, MatrixChannel, MatrixSettings};
+            use squidbot_channel_matrix::{InvitePolicy, KnownInviter, MatrixChannel, MatrixSettings};
             let token = credential(config.token.as_ref(), config.token_env.as_ref())
                 .map_err(|problem| anyhow!("channels.{name}.token_env {problem}"))?;
             let password = credential(config.password.as_ref(), config.password_env.as_ref())
@@ -76,7 +76,21 @@ pub fn build(environment: &Environment, name: &str, kind: &str, config: &Channel
             let invites = match config.auto_join.as_str() {
                 "all" => InvitePolicy::All,
                 "none" => InvitePolicy::None,
-                _ => InvitePolicy::From(config.owners.iter().chain(&config.allow_from).cloned().collect()),
+                _ => {
+                    let allowed = config.owners.iter().chain(&config.allow_from).cloned().collect();
+                    // People linked to this channel (`squidbot users link NAME matrix:@…`)
+                    // may invite the bot too, from the moment they are linked.
+                    let people = environment.people()?;
+                    let channel = name.to_owned();
+                    let known = KnownInviter(Arc::new(move |inviter: &str| {
+                        let identity = squidbot_types::people::Identity {
+                            channel: channel.clone(),
+                            sender_id: inviter.to_owned(),
+                        };
+                        people.user_of(&identity).ok().flatten().is_some_and(|user| !user.disabled)
+                    }));
+                    InvitePolicy::FromOrKnown(allowed, known)
+                }
             };
             let state_dir = environment.paths.home.join("channels");
             std::fs::create_dir_all(&state_dir)

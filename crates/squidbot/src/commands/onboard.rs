@@ -1,12 +1,18 @@
-//! `squidbot onboard`: writes config.toml and a default workspace, by questions or flags.
+//! `squidbot onboard`: writes config.toml and a default workspace, by questions or flags,
+//! and makes whoever runs it the first user (an admin).
 
 use std::io::{BufRead, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use serde_json::json;
+use squidbot_core::people::{Directory, OWNER_CONTEXT};
+use squidbot_types::people::AuditKind;
+
 use crate::cli::OnboardArgs;
 use crate::paths::Paths;
+use crate::wiring::Environment;
 
 /// Default workspace files written by onboard (never overwriting existing ones).
 const WORKSPACE_FILES: [(&str, &str); 6] = [
@@ -44,6 +50,10 @@ pub fn run(arguments: &OnboardArgs) -> Result<()> {
             if !answer.to_lowercase().starts_with('y') {
                 println!("Keeping the existing config; checking the workspace only.");
                 write_workspace(&paths.workspace(None))?;
+                // An installation from before there were users gets its first admin.
+                if let Err(error) = first_user(Onboarded::ConfigKept) {
+                    eprintln!("warning: can't make you the first user: {error:#}");
+                }
                 return Ok(());
             }
         }
@@ -63,7 +73,48 @@ pub fn run(arguments: &OnboardArgs) -> Result<()> {
         println!("note: {variable} is not set in this shell; export it before chatting");
     }
     println!("workspace {}", workspace.display());
+    first_user(Onboarded::ConfigWritten(&answers))?;
     println!("Ready. Start chatting with: squidbot agent");
+    Ok(())
+}
+
+/// What onboarding did with config.toml.
+enum Onboarded<'a> {
+    /// Wrote it from these answers.
+    ConfigWritten(&'a Answers),
+    /// Kept the one there.
+    ConfigKept,
+}
+
+/// Makes the person onboarding the first user (an admin whose context is `owner`, with
+/// every channel's `owners` linked) unless there are users already, and writes a config
+/// just written to the audit trail.
+fn first_user(onboarded: Onboarded<'_>) -> Result<()> {
+    let environment = Environment::load()?;
+    let database = crate::people::open(&environment)?;
+    let people = database.policy(environment.config());
+    match onboarded {
+        Onboarded::ConfigWritten(answers) => people.audit_as(
+            AuditKind::ConfigChange,
+            "cli",
+            &environment.paths.config.display().to_string(),
+            true,
+            json!({"action": "onboard", "provider": answers.provider, "model": answers.model, "api_base": answers.api_base}),
+        ),
+        Onboarded::ConfigKept => {}
+    }
+    match database.ensure_owner(environment.config(), &people)? {
+        Some(owner) => {
+            let linked: Vec<String> =
+                database.directory.identities(&owner.id)?.iter().map(ToString::to_string).collect();
+            let linked = if linked.is_empty() { String::new() } else { format!("; linked {}", linked.join(", ")) };
+            println!(
+                "you are the first user: {} ({}), an admin whose memory context is {OWNER_CONTEXT}{linked}",
+                owner.id, owner.name
+            );
+        }
+        None => println!("users kept as they are (`squidbot users list` shows them)"),
+    }
     Ok(())
 }
 

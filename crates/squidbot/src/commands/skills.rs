@@ -1,8 +1,11 @@
-//! `squidbot skills list|show|install`.
+//! `squidbot skills list|show|install`; installs, done or refused, go to the audit trail.
 
 use anyhow::{Context as _, Result, bail};
 use squidbot_skills::install::GIT_TIMEOUT;
 use squidbot_skills::{Discovery, InstallIsolation as _, InstallRequest, SandboxedInstall, Skill, SkillProblem};
+
+use serde_json::json;
+use squidbot_types::people::AuditKind;
 
 use crate::cli::SkillsAction;
 use crate::wiring::Environment;
@@ -124,8 +127,10 @@ fn show(environment: &Environment, name: &str) -> Result<()> {
 }
 
 fn install(environment: &Environment, source: String, force: bool) -> Result<()> {
+    // Opened first: an install that can't be audited does not happen.
+    let people = crate::people::open(environment)?.policy(environment.config());
     let request = InstallRequest {
-        source,
+        source: source.clone(),
         skills_root: environment.paths.user_skills(),
         log_file: environment.paths.logs().join("skills-install.jsonl"),
         force,
@@ -141,7 +146,37 @@ fn install(environment: &Environment, source: String, force: bool) -> Result<()>
             isolation.backend()
         );
     }
-    let installed = squidbot_skills::install_with(&request, &isolation)?;
+    let installed = match squidbot_skills::install_with(&request, &isolation) {
+        Ok(installed) => {
+            people.audit_as(
+                AuditKind::SkillInstall,
+                "cli",
+                &installed.name,
+                true,
+                json!({
+                    "source": source,
+                    "name": installed.name,
+                    "directory": installed.directory.display().to_string(),
+                    "replaced": installed.replaced,
+                    "files": installed.files,
+                    "bytes": installed.bytes,
+                    "confined": installed.confined,
+                    "backend": installed.backend.to_string(),
+                }),
+            );
+            installed
+        }
+        Err(error) => {
+            people.audit_as(
+                AuditKind::SkillInstall,
+                "cli",
+                &source,
+                false,
+                json!({"source": source, "error": error.to_string()}),
+            );
+            return Err(error.into());
+        }
+    };
     let verb = if installed.replaced { "replaced" } else { "installed" };
     let confinement = if installed.confined {
         format!("validated in the {} sandbox", installed.backend)

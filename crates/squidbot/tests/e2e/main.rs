@@ -18,6 +18,7 @@ mod matrix;
 mod mcp;
 mod memory;
 mod openclaw;
+mod people;
 mod protocol;
 mod repl;
 mod sandbox;
