@@ -11,8 +11,8 @@ pub mod ports;
 pub mod prices;
 pub mod roles;
 pub mod rules;
-pub mod tokens;
 mod service;
+pub mod tokens;
 
 pub use glob::matches as glob_matches;
 pub use ports::{ApprovalStore, AuditLog, Directory, PeopleStoreError, UsageGrouping, UsageLedger, UsageSubject};

@@ -133,7 +133,13 @@ pub struct Runner {
     active: Mutex<HashMap<String, ActiveRun>>,
     tracker: TaskTracker,
     last_active: Mutex<Option<Activity>>,
+    /// Where the people of other contexts (users, groups) last wrote from, by context:
+    /// their scheduled jobs' replies go there, never to the owner.
+    last_active_elsewhere: Mutex<HashMap<String, Activity>>,
 }
+
+/// Most contexts whose last activity is remembered (the oldest is forgotten past it).
+const MAX_REMEMBERED_CONTEXTS: usize = 4_096;
 
 impl std::fmt::Debug for Runner {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -159,6 +165,7 @@ impl Runner {
             active: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
             last_active: Mutex::new(None),
+            last_active_elsewhere: Mutex::new(HashMap::new()),
         });
         if let Some(delegation) = &runner.delegation {
             delegation.set_sink(Arc::new(RunnerSink(Arc::downgrade(&runner))));
@@ -251,6 +258,31 @@ impl Runner {
     /// Where the people of this runner's context last wrote from; `None` before anyone did.
     pub fn last_active(&self) -> Option<Activity> {
         lock(&self.last_active).clone()
+    }
+
+    /// Where the people of `context` (another than the runner's own) last wrote from.
+    pub fn last_active_in(&self, context: &str) -> Option<Activity> {
+        lock(&self.last_active_elsewhere).get(context).cloned()
+    }
+
+    /// Records that someone of `context` (not the runner's own) wrote from `origin` into
+    /// `session_key`. Machine origins are ignored.
+    fn note_activity_in(&self, context: &str, origin: &str, session_key: &str) {
+        if MACHINE_ORIGINS.contains(&origin) {
+            return;
+        }
+        let at_ms = self.agent.clock().unix_millis();
+        let mut known = lock(&self.last_active_elsewhere);
+        if known.len() >= MAX_REMEMBERED_CONTEXTS
+            && !known.contains_key(context)
+            && let Some(oldest) = known.iter().min_by_key(|(_, activity)| activity.at_ms).map(|(key, _)| key.clone())
+        {
+            known.remove(&oldest);
+        }
+        known.insert(
+            context.to_owned(),
+            Activity { origin: origin.to_owned(), session_key: session_key.to_owned(), at_ms },
+        );
     }
 
     /// Records that someone wrote from `origin` into `session_key` (turns started here
@@ -456,6 +488,10 @@ impl<'a> Turn<'a> {
             }
         };
         let mut session = session.lock().await;
+        let context = &session.header().context;
+        if context != &agent.settings().context {
+            self.runner.note_activity_in(context, origin, &self.session_key);
+        }
         tracing::debug!(run = %self.run_id, session = %self.session_key, correlation_id = %self.correlation_id, origin, "turn started");
         self.publish(TurnEventKind::Started {
             input: input.text.to_owned(),

@@ -146,6 +146,17 @@ impl JobRunner {
     /// channel, or the last active one; with none known, the gateway's main session, where
     /// the web UI and WebSocket clients see it.
     pub fn destination(&self, job: &Job) -> Destination {
+        if job.owner_context != self.runner.agent().settings().context {
+            // Someone else's job: their last conversation, never the owner's channels.
+            return match self.runner.last_active_in(&job.owner_context) {
+                Some(last) => {
+                    Destination { channel: channel_of(&last.origin).to_owned(), session_key: last.session_key }
+                }
+                // Nobody of that context wrote since the start: the reply stays in the
+                // run's own session (theirs), where their clients find it.
+                None => Destination { channel: String::new(), session_key: String::new() },
+            };
+        }
         let last = self.runner.last_active();
         let wanted = job.channel.as_deref().or(self.delivery.preferred_channel.as_deref());
         if let Some(wanted) = wanted {
@@ -174,6 +185,10 @@ impl JobRunner {
     }
 
     fn deliver(&self, job: &Job, destination: &Destination, text: &str) {
+        if destination.session_key.is_empty() {
+            tracing::info!(job = %job.id, context = %job.owner_context, "nobody of the job's context wrote since the start; the reply stays in the run's session");
+            return;
+        }
         tracing::info!(job = %job.id, name = %job.name, channel = %destination.channel, session = %destination.session_key, "job reply delivered");
         self.runner.post_user_message(UserMessage {
             session_key: destination.session_key.clone(),
@@ -188,6 +203,9 @@ impl JobRunner {
 
     /// The last messages of the destination's conversation, as text for the job's prompt.
     async fn recent_history(&self, destination: &Destination) -> Option<String> {
+        if destination.session_key.is_empty() {
+            return None;
+        }
         let session = self.runner.session(&destination.session_key).await.ok()?;
         let history = session.lock().await.history();
         let lines: Vec<String> = history
@@ -206,6 +224,11 @@ impl JobRunner {
     async fn run_turn(&self, job: &Job, input: String) -> Result<String, JobRunError> {
         let session_key = format!("job:{}:{}", job.id, self.now_millis());
         self.mark_run(job, &session_key);
+        // The run belongs to the job's owner: their context, their role, their budget.
+        self.runner
+            .session_in(&session_key, &job.owner_context)
+            .await
+            .map_err(|error| JobRunError::NotStarted(format!("can't open the run's session: {error}")))?;
         let request = RunRequest {
             session_key,
             input,

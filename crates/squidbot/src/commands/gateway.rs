@@ -156,6 +156,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     services.channels = channels.as_ref().map(|running| running.services.clone());
     // Turns that waited for an admin when squidbot last stopped are gone: end their
     // requests and tell their people (the channels are up to carry the note).
+    spawn_audit_retention(&people_database, environment.config().audit.retention_days, shutdown.clone());
     let abandoned = people.abandon_pending();
     if !abandoned.is_empty() {
         tracing::info!(count = abandoned.len(), "ended approval requests left pending by the last run");
@@ -181,6 +182,33 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     served.context("the gateway stopped")?;
     eprintln!("gateway stopped");
     Ok(())
+}
+
+/// Prunes audit rows older than `retention_days` (0: keep everything) at start and once a
+/// day; the head is re-sealed so the kept rows still verify.
+fn spawn_audit_retention(people: &crate::people::PeopleDatabase, retention_days: u64, shutdown: CancellationToken) {
+    if retention_days == 0 {
+        return;
+    }
+    let audit = people.audit.clone();
+    tokio::spawn(async move {
+        let mut daily = tokio::time::interval(std::time::Duration::from_secs(24 * 60 * 60));
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = daily.tick() => {}
+            }
+            let keep_ms = i64::try_from(retention_days.saturating_mul(86_400_000)).unwrap_or(i64::MAX);
+            let before = squidbot_core::clock::unix_millis(std::time::SystemTime::now()).saturating_sub(keep_ms);
+            let audit = audit.clone();
+            match tokio::task::spawn_blocking(move || audit.prune_before(before)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(pruned)) => tracing::info!(pruned, retention_days, "pruned old audit rows"),
+                Ok(Err(error)) => tracing::warn!(%error, "can't prune the audit trail"),
+                Err(error) => tracing::warn!(%error, "the audit pruning task failed"),
+            }
+        }
+    });
 }
 
 /// Refuses to start while a person whose people's role may run `exec` would have their

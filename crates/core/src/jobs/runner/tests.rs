@@ -283,3 +283,48 @@ async fn a_system_job_fails_where_there_is_no_housekeeping() {
         Err(JobRunError::NotStarted("housekeeping is not available in this process".to_owned()))
     );
 }
+
+#[tokio::test]
+async fn someone_elses_job_runs_in_their_context_and_answers_only_them() {
+    let fixture = fixture(vec![text("first reply")]);
+    let runner = JobRunner::new(fixture.runner.clone(), None, delivery(None, &["telegram"]));
+    fixture.runner.note_activity("telegram", "telegram:dm:owner");
+    let mut bobs = job(JobKind::User, "bob-plants", Some("telegram"), ContextMode::Isolated);
+    bobs.owner_context = "user:bob".to_owned();
+    // Bob hasn't written since the start: the reply stays in the run's session (his).
+    assert_eq!(runner.destination(&bobs), at("", ""));
+    runner.execute(&bobs, RunTrigger::Manual).await.unwrap();
+    let run_session = format!("job:bob-plants-id:{NOW_MS}");
+    fixture.runner.drain().await;
+    let loaded = fixture.sessions.load(&run_session).await.unwrap().expect("the run's session");
+    assert_eq!(loaded.header.context, "user:bob", "the run acts in bob's context, not the owner's");
+    assert!(assistant_messages(&fixture, "telegram:dm:owner").await.is_empty(), "nothing reached the owner");
+
+    // Once bob wrote from Telegram, his job's replies go to his conversation there.
+    let fixture = self::fixture(vec![text("hello"), text("watered")]);
+    let runner = JobRunner::new(fixture.runner.clone(), None, delivery(None, &["telegram"]));
+    fixture.runner.note_activity("telegram", "telegram:dm:owner");
+    fixture.runner.session_in("telegram:bob", "user:bob").await.unwrap();
+    let handle = fixture
+        .runner
+        .start(crate::runs::RunRequest {
+            session_key: "telegram:bob".into(),
+            input: "hi".into(),
+            images: Vec::new(),
+            origin: "telegram".into(),
+            run_id: None,
+            correlation_id: None,
+            actor: None,
+        })
+        .unwrap();
+    let mut events = handle.events;
+    while let Some(event) = events.recv().await {
+        if matches!(event.kind, TurnEventKind::Finished { .. }) {
+            break;
+        }
+    }
+    assert_eq!(runner.destination(&bobs), at("telegram", "telegram:bob"));
+    runner.execute(&bobs, RunTrigger::Manual).await.unwrap();
+    assert_eq!(assistant_messages(&fixture, "telegram:bob").await, ["hello", "[bob-plants] watered"]);
+    assert!(assistant_messages(&fixture, "telegram:dm:owner").await.is_empty());
+}
