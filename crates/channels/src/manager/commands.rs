@@ -145,6 +145,61 @@ impl ChannelManager {
         usage_report(actor, &today, &month, &Budget::Limits(budget::effective(&own, &policy.budget)))
     }
 
+    /// A stranger asked to talk (pairing): every admin is told, with the code to approve.
+    pub(super) fn tell_admins_about_pairing(&self, people: &People, message: &crate::InboundMessage, code: &str) {
+        let who = message.sender.display_name.as_deref().unwrap_or(&message.sender.id);
+        let text = format!(
+            "👋 {who} ({}:{}) asks to talk to the assistant. Reply /approve {code} to let them in as a guest, or run \
+             `squidbot users approve {code} --as USER` (or `--new ID --role ROLE`) to make them someone.",
+            message.channel, message.sender.id
+        );
+        let admins = match people.stores().directory.users() {
+            Ok(users) => users.into_iter().filter(|user| user.role == squidbot_types::people::ADMIN && !user.disabled),
+            Err(error) => {
+                tracing::warn!(%error, "can't tell the admins about a pairing request");
+                return;
+            }
+        };
+        for admin in admins {
+            self.notify_person(&admin, code, &text);
+        }
+        people.audit_as(
+            squidbot_types::people::AuditKind::ApprovalRequested,
+            &format!("{}:{}", message.channel, message.sender.id),
+            "pairing",
+            true,
+            serde_json::json!({"code": code, "name": who}),
+        );
+    }
+
+    /// `/approve CODE` by an admin for a pairing code (not an approval request): the
+    /// stranger is let in as a guest. `None` when no channel knows the code.
+    fn approve_pairing(&self, people: &People, actor: &Actor, code: &str) -> Option<String> {
+        if people.stores().approvals.get(code).ok().flatten().is_some() {
+            return None;
+        }
+        for entry in self.channels.values() {
+            match entry.policy.approve(code) {
+                Ok(sender) => {
+                    people.audit(
+                        squidbot_types::people::AuditKind::ApprovalDecided,
+                        actor,
+                        "pairing",
+                        true,
+                        serde_json::json!({"code": code, "sender": format!("{}:{}", sender.channel, sender.sender_id)}),
+                    );
+                    return Some(format!(
+                        "approved {}:{}; they are answered from their next message (as a guest)",
+                        sender.channel, sender.sender_id
+                    ));
+                }
+                Err(crate::pairing::PairingError::UnknownCode { .. }) => {}
+                Err(error) => return Some(format!("can't approve {code}: {error}")),
+            }
+        }
+        None
+    }
+
     /// `/approve` and `/deny`: decides request `id` as `actor`, in one line.
     fn decide(&self, actor: Option<&Actor>, id: Option<String>, verdict: Verdict) -> String {
         let (Some(people), Some(actor)) = (self.runner.agent().people(), actor) else {
@@ -157,6 +212,12 @@ impl ChannelManager {
         let Some(id) = id else {
             return format!("Which request? Write /{verb} ID with the id from the request.");
         };
+        if approve
+            && actor.is_admin()
+            && let Some(answer) = self.approve_pairing(people, actor, &id)
+        {
+            return answer;
+        }
         match people.decide(&id, actor, approve, reason) {
             Ok(request) => format!(
                 "{} {}: {} for {}",

@@ -64,6 +64,9 @@ impl ChannelManager {
                 self.health.count(&message.channel, Count::Denied);
                 let reply = pairing_reply(&code);
                 self.send_reply(entry, &message.conversation, Some(&message.platform_message_id), &reply).await;
+                if let Some(people) = &people {
+                    self.tell_admins_about_pairing(people, &message, &code);
+                }
                 return;
             }
         }

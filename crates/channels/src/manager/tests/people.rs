@@ -472,3 +472,23 @@ async fn without_people_the_people_commands_say_so() {
     assert!(harness.texts().iter().all(|text| text == "Users and roles are not enabled on this squidbot."));
     harness.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_strangers_pairing_request_reaches_the_admins_and_approve_lets_them_in() {
+    let harness = start_with_people(DirectPolicy::Pairing);
+    harness.deliver(direct("tg", "1", "eve-tg", "hello?")).await;
+    let reply = harness.wait_for("tg", "dm-eve-tg", "the pairing code", |text| text.contains("this code:")).await;
+    let code = reply.split("this code: ").nth(1).and_then(|rest| rest.split_whitespace().next()).unwrap().to_owned();
+    let note = harness.wait_for("tg", "ann-tg", "the pairing request", |text| text.starts_with("👋")).await;
+    assert!(note.contains(&format!("(tg:eve-tg) asks to talk to the assistant. Reply /approve {code}")), "{note}");
+    // Bob (not an admin) can't let anyone in.
+    harness.deliver(direct("tg", "2", "bob-tg", &format!("/approve {code}"))).await;
+    let refused = harness.wait_for("tg", "dm-bob-tg", "the refusal", |text| text.starts_with("can't")).await;
+    assert!(refused.contains("only admins"), "{refused}");
+    harness.deliver(direct("tg", "3", "ann-tg", &format!("/approve {code}"))).await;
+    let approved = harness.wait_for("tg", "dm-ann-tg", "the approval", |text| text.starts_with("approved")).await;
+    assert_eq!(approved, "approved tg:eve-tg; they are answered from their next message (as a guest)");
+    harness.deliver(direct("tg", "4", "eve-tg", "hi again")).await;
+    harness.wait_for("tg", "dm-eve-tg", "the answer", |text| text == "echo: hi again").await;
+    harness.stop().await;
+}
