@@ -3,8 +3,10 @@
 //! pairing approvals as a user, purge), `approvals` deciding requests the way a waiting
 //! gateway reads them, `usage`, and `audit` with `audit verify` catching an edited row,
 //! deleted rows and a chain recomputed without the key. The helpers here make homes and
-//! leave behind what the gateway would have written; `users` and `oversight` hold the tests.
+//! leave behind what the gateway would have written; `users` and `oversight` hold the tests,
+//! `acceptance` the end-to-end acceptance on a running gateway.
 
+mod acceptance;
 mod oversight;
 mod users;
 
