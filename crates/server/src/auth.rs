@@ -107,7 +107,7 @@ impl Auth {
 }
 
 /// The credential of an `Authorization: Bearer …` header.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())

@@ -9,7 +9,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::{Gateway, Refusal};
+use crate::people::Door;
+use crate::{Gateway, Refusal, metrics};
 
 /// The component report shared by `/health` and the protocol's `health` method.
 pub(crate) async fn report(gateway: &Gateway) -> Value {
@@ -55,12 +56,15 @@ pub async fn metrics(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    match gateway.authorize(&headers, peer.ip()).await {
-        Ok(()) => {}
+    match gateway.authorize(&headers, peer.ip(), Door::Http("metrics")).await {
+        // Everyone's usage is there: a person who is not an admin reads their own elsewhere.
+        Ok(caller) if !caller.is_admin() => return StatusCode::FORBIDDEN.into_response(),
+        Ok(_) => {}
         Err(Refusal::Unauthorized) => return StatusCode::UNAUTHORIZED.into_response(),
         Err(Refusal::LockedOut(_)) => return StatusCode::TOO_MANY_REQUESTS.into_response(),
     }
-    let text = gateway.metrics.render(&gateway.gauges());
+    let gauges = metrics::Gauges { people: gateway.people_gauges(), ..gateway.gauges() };
+    let text = gateway.metrics.render(&gauges);
     let mut response = text.into_response();
     response
         .headers_mut()

@@ -9,6 +9,7 @@ mod health;
 mod limiter;
 mod metrics;
 mod openai;
+mod people;
 mod ui;
 pub mod ws;
 
@@ -23,12 +24,17 @@ use axum::routing::{get, post};
 use squidbot_core::delegation::Delegator;
 use squidbot_core::jobs::DynJobStore;
 use squidbot_core::memory::{Memories, MemoryDocuments};
+use squidbot_core::people::tokens::TOKEN_PREFIX;
+use squidbot_core::people::{People, PeopleStoreError};
 use squidbot_core::runs::Runner;
 use squidbot_core::scheduler::JobControl;
 use squidbot_types::config::Config;
+use squidbot_types::people::Actor;
 use squidbot_types::skill::SkillSummary;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+use people::{Caller, Door, LoginOutcome, TokenLookup};
 
 pub use auth::Auth;
 pub use bus::AssistantRoute;
@@ -62,7 +68,19 @@ pub struct Services {
     pub jobs: Option<JobServices>,
     /// The chat channels, for `status`, `/health`, `/metrics` and `POST /webhook/<name>`.
     pub channels: Option<ChannelServices>,
+    /// The people's policy: people's own gateway tokens, their scopes and sessions, the
+    /// `users.*`, `approvals.*`, `usage.get` and `audit.*` methods. `None` takes the
+    /// runner's agent's (when it has one); with neither every client is the owner.
+    pub people: Option<Arc<People>>,
+    /// The audit trail's key, for `audit.verify` (`UNAVAILABLE` without it).
+    pub audit_key: Option<Vec<u8>>,
+    /// When a user's gateway token was made (`None`: they have none), for `users.list`
+    /// (the directory port does not say).
+    pub token_issued: Option<TokenIssued>,
 }
+
+/// When user `id`'s gateway token was made (ms since the Unix epoch), `None` without one.
+pub type TokenIssued = Arc<dyn Fn(&str) -> Result<Option<i64>, PeopleStoreError> + Send + Sync>;
 
 /// One configured LLM provider as `status` and `/health` show it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -109,6 +127,8 @@ pub struct Gateway {
     connections: tokio_util::task::TaskTracker,
     /// The assistant's sub-agents, taken once from the runner's agent.
     delegation: Option<Arc<Delegator>>,
+    /// The people's policy ([`Services::people`], else the agent's).
+    people: Option<Arc<People>>,
 }
 
 /// Why a request was not let in.
@@ -129,6 +149,7 @@ impl Gateway {
     /// A gateway running turns with `runner`; `models` are listed by `GET /v1/models`.
     pub fn new(runner: Arc<Runner>, auth: Auth, models: Vec<String>, services: Services) -> Arc<Self> {
         let delegation = runner.delegation().cloned();
+        let people = services.people.clone().or_else(|| runner.agent().people().cloned());
         let gateway = Arc::new(Self {
             runner,
             auth,
@@ -141,6 +162,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             connections: tokio_util::task::TaskTracker::new(),
             delegation,
+            people,
         });
         if let Some(delegation) = gateway.delegation() {
             delegation.observe(Arc::new(metrics::WorkerMetrics(Arc::downgrade(&gateway))));
@@ -158,23 +180,40 @@ impl Gateway {
         &self.runner
     }
 
-    /// Checks the request's credentials, counting failures per peer and refusing a peer
-    /// that failed too often in the current window. Password checks run off the async
-    /// workers.
-    pub(crate) async fn authorize(&self, headers: &HeaderMap, peer: IpAddr) -> Result<(), Refusal> {
-        self.locked_out(peer)?;
-        let ok = self.auth.allows_async(headers).await;
-        self.verdict(peer, ok)
+    /// The people's policy, when people are on.
+    pub(crate) fn people(&self) -> Option<&Arc<People>> {
+        self.people.as_ref()
     }
 
-    /// Like [`Gateway::authorize`] for the credentials of a protocol `connect`.
+    /// Checks the request's credentials, counting failures per peer and refusing a peer
+    /// that failed too often in the current window: a person's token acts as them, the
+    /// gateway's own credentials as the owner. Password checks run off the async workers.
+    pub(crate) async fn authorize(&self, headers: &HeaderMap, peer: IpAddr, door: Door) -> Result<Caller, Refusal> {
+        self.locked_out(peer)?;
+        if let Some(presented) = auth::bearer(headers)
+            && let Some(verdict) = self.person_login(presented, peer, door).await
+        {
+            return verdict;
+        }
+        let ok = self.auth.allows_async(headers).await;
+        self.verdict(peer, ok, door)
+    }
+
+    /// Like [`Gateway::authorize`] for the credentials of a protocol `connect`; a person's
+    /// token may come in either field.
     pub(crate) async fn authorize_connect(
         &self,
         peer: IpAddr,
         token: Option<&str>,
         password: Option<&str>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Caller, Refusal> {
         self.locked_out(peer)?;
+        let personal = [token, password].into_iter().flatten().find(|given| given.starts_with(TOKEN_PREFIX));
+        if let Some(presented) = personal
+            && let Some(verdict) = self.person_login(presented, peer, Door::WebSocket).await
+        {
+            return verdict;
+        }
         let ok = match &self.auth {
             Auth::None => true,
             Auth::Token(_) => token.is_some_and(|token| self.auth.check_token(token)),
@@ -183,7 +222,33 @@ impl Gateway {
                 None => false,
             },
         };
-        self.verdict(peer, ok)
+        self.verdict(peer, ok, Door::WebSocket)
+    }
+
+    /// The verdict on a presented person's token, `None` when it is not one (no people
+    /// policy, no `sqb_` prefix) and the gateway's own credentials decide. An unknown
+    /// `sqb_` token is refused unless it is the gateway's own secret.
+    async fn person_login(&self, presented: &str, peer: IpAddr, door: Door) -> Option<Result<Caller, Refusal>> {
+        let people = self.people.as_deref()?;
+        let outcome = people::lookup(Some(people), presented);
+        Some(match outcome {
+            TokenLookup::NotPersonal => return None,
+            TokenLookup::Person(user) => {
+                people::audit_login(people, peer, door, &LoginOutcome::Person(&user));
+                Ok(Caller::Person(Actor::of(&user)))
+            }
+            TokenLookup::Disabled(user) => {
+                people::audit_login(people, peer, door, &LoginOutcome::Disabled(&user));
+                Err(self.refuse(peer))
+            }
+            TokenLookup::Unknown => {
+                if self.auth.check_secret_async(presented.to_owned()).await {
+                    return Some(self.verdict(peer, true, door));
+                }
+                people::audit_login(people, peer, door, &LoginOutcome::UnknownToken);
+                Err(self.refuse(peer))
+            }
+        })
     }
 
     fn locked_out(&self, peer: IpAddr) -> Result<(), Refusal> {
@@ -193,14 +258,26 @@ impl Gateway {
         }
     }
 
-    fn verdict(&self, peer: IpAddr, ok: bool) -> Result<(), Refusal> {
-        if ok {
-            return Ok(());
+    /// The verdict on the gateway's own credentials. With people on, a WebSocket login
+    /// and every failure are audited (the owner's HTTP requests are not: a scraper would
+    /// fill the trail).
+    fn verdict(&self, peer: IpAddr, ok: bool, door: Door) -> Result<Caller, Refusal> {
+        if let Some(people) = &self.people {
+            match (ok, door) {
+                (true, Door::WebSocket) => people::audit_login(people, peer, door, &LoginOutcome::Owner),
+                (true, Door::Http(_)) => {}
+                (false, _) => people::audit_login(people, peer, door, &LoginOutcome::WrongCredentials),
+            }
         }
+        if ok { Ok(Caller::Owner) } else { Err(self.refuse(peer)) }
+    }
+
+    /// Counts a failed attempt of `peer`.
+    fn refuse(&self, peer: IpAddr) -> Refusal {
         self.limiter.record_failure(peer, Instant::now());
         self.metrics.error("auth");
         tracing::warn!(%peer, "refused a client with missing or wrong credentials");
-        Err(Refusal::Unauthorized)
+        Refusal::Unauthorized
     }
 
     pub(crate) fn gauges(&self) -> metrics::Gauges {
@@ -212,7 +289,25 @@ impl Gateway {
             uptime: self.started.elapsed(),
             workers_running: self.delegation().map_or(0, |delegation| delegation.pool().running().len()),
             bus_results: self.services.bus.as_ref().map(|bus| bus.result_counts()).unwrap_or_default(),
+            people: None,
         }
+    }
+
+    /// The people's usage per user and the approvals waiting, read at scrape time.
+    pub(crate) fn people_gauges(&self) -> Option<metrics::PeopleGauges> {
+        let stores = self.people.as_ref()?.stores();
+        let usage_by_user = stores
+            .usage
+            .breakdown(0, None, squidbot_core::people::UsageGrouping::User)
+            .inspect_err(|error| tracing::warn!(%error, "can't read the usage ledger for /metrics"))
+            .unwrap_or_default();
+        let approvals_pending = stores
+            .approvals
+            .pending()
+            .inspect_err(|error| tracing::warn!(%error, "can't read the pending approvals for /metrics"))
+            .map(|pending| pending.len())
+            .unwrap_or_default();
+        Some(metrics::PeopleGauges { usage_by_user, approvals_pending })
     }
 }
 

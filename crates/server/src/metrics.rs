@@ -10,6 +10,7 @@ use std::time::Duration;
 use squidbot_core::delegation::{WorkerInbox, WorkerObserver, WorkerOutcome, WorkerSnapshot};
 use squidbot_core::events::{RunEnd, TurnEvent, TurnEventKind};
 use squidbot_core::sync::lock;
+use squidbot_types::people::UsageTotals;
 
 /// Upper bounds (seconds) of the duration histograms.
 const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -93,6 +94,18 @@ pub struct Gauges {
     pub workers_running: usize,
     /// Bus messages so far by delivery result (read from the bus).
     pub bus_results: Vec<(String, u64)>,
+    /// The people's usage and approvals, read from their stores for a scrape only; `None`
+    /// without a people policy (and in `status`/`health`, which don't show them).
+    pub people: Option<PeopleGauges>,
+}
+
+/// What `/metrics` shows of the people's stores.
+#[derive(Debug, Default, Clone)]
+pub struct PeopleGauges {
+    /// Usage since the ledger began, per user (`context:<context>` without one).
+    pub usage_by_user: Vec<(String, UsageTotals)>,
+    /// Approval requests waiting for an admin.
+    pub approvals_pending: usize,
 }
 
 /// `provider` and `model` of a `provider/model` name.
@@ -347,8 +360,25 @@ impl Metrics {
             output
                 .push_str(&format!("squidbot_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {count}\n"));
         }
+        if let Some(people) = &gauges.people {
+            render_people(&mut output, people, family);
+        }
         output
     }
+}
+
+/// The per-user usage from the ledger and the approvals waiting.
+fn render_people(output: &mut String, people: &PeopleGauges, family: impl Fn(&mut String, &str, &str, &str)) {
+    family(output, "squidbot_usage_tokens_total", "counter", "Tokens used per user, from the usage ledger.");
+    for (user, totals) in &people.usage_by_user {
+        output.push_str(&format!("squidbot_usage_tokens_total{{user=\"{}\"}} {}\n", label(user), totals.tokens()));
+    }
+    family(output, "squidbot_usage_cost_total", "counter", "Cost of the priced model calls per user.");
+    for (user, totals) in &people.usage_by_user {
+        output.push_str(&format!("squidbot_usage_cost_total{{user=\"{}\"}} {}\n", label(user), totals.cost));
+    }
+    family(output, "squidbot_approvals_pending", "gauge", "Approval requests waiting for an admin.");
+    output.push_str(&format!("squidbot_approvals_pending {}\n", people.approvals_pending));
 }
 
 /// Counts the delegator's workers into the gateway's metrics.

@@ -1,6 +1,7 @@
 //! The OpenAI-compatible API: `POST /v1/chat/completions` (plain and SSE) and
-//! `GET /v1/models`. The `user` field names the session (`openai:<user>`); squidbot
-//! keeps the history, so only the last user message of a request is new input.
+//! `GET /v1/models`. The `user` field names a session, never an identity: `openai:<user>`
+//! for the owner, `openai:<user id>:<user>` for a person (their token says who they are);
+//! squidbot keeps the history, so only the last user message of a request is new input.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,6 +18,9 @@ use squidbot_core::events::{TurnEvent, TurnEventKind};
 use squidbot_core::runs::{RunError, RunHandle, RunRequest};
 use squidbot_types::Usage;
 
+use squidbot_types::people::Actor;
+
+use crate::people::{Caller, ClaimError, Door, Ownership};
 use crate::{Gateway, Refusal};
 
 /// Longest accepted `user` value.
@@ -50,7 +54,7 @@ pub async fn models(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = gateway.authorize(&headers, peer.ip()).await {
+    if let Err(refusal) = gateway.authorize(&headers, peer.ip(), Door::Http("models")).await {
         let response = refused(refusal);
         gateway.metrics.request("/v1/models", response.status().as_u16());
         return response;
@@ -67,9 +71,20 @@ pub async fn models(
 /// What a chat request asks for.
 struct ChatRequest {
     input: String,
-    session_key: String,
+    /// The `user` field (`default` without one): it names the session.
+    user: String,
     stream: bool,
     include_usage: bool,
+}
+
+impl ChatRequest {
+    /// The session the request goes to for `caller`.
+    fn session_key(&self, caller: &Caller) -> String {
+        match caller.person() {
+            None => format!("openai:{}", self.user),
+            Some(actor) => crate::people::openai_session(actor, &self.user),
+        }
+    }
 }
 
 /// Text of a message's `content`: a string, or the text parts of an array.
@@ -104,7 +119,7 @@ fn parse_request(body: &[u8]) -> Result<ChatRequest, String> {
     };
     Ok(ChatRequest {
         input,
-        session_key: format!("openai:{user}"),
+        user,
         stream: value["stream"].as_bool().unwrap_or(false),
         include_usage: value["stream_options"]["include_usage"].as_bool().unwrap_or(false),
     })
@@ -121,27 +136,54 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let response = match gateway.authorize(&headers, peer.ip()).await {
-        Ok(()) => answer(&gateway, &body).await,
+    let response = match gateway.authorize(&headers, peer.ip(), Door::Http("openai")).await {
+        Ok(caller) => answer(&gateway, &caller, &body).await,
         Err(refusal) => refused(refusal),
     };
     gateway.metrics.request("/v1/chat/completions", response.status().as_u16());
     response
 }
 
-async fn answer(gateway: &Arc<Gateway>, body: &Bytes) -> Response {
+/// Opens a person's session before their turn: made in their context when new, refused
+/// as missing when it is someone else's.
+async fn claim(gateway: &Gateway, actor: &Actor, key: &str) -> Result<(), Response> {
+    let missing = || error(StatusCode::NOT_FOUND, "invalid_request_error", format!("no session {key:?} of yours"));
+    match crate::people::ownership(&gateway.runner, actor, key).await {
+        Ok(Ownership::Mine | Ownership::Fresh) => {}
+        Ok(Ownership::Theirs) => return Err(missing()),
+        Err(problem) => return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", problem.to_string())),
+    }
+    match crate::people::claim(&gateway.runner, actor, key).await {
+        Ok(()) => Ok(()),
+        Err(ClaimError::Theirs(_)) => Err(missing()),
+        Err(problem @ ClaimError::Busy(_)) => {
+            Err(error(StatusCode::CONFLICT, "invalid_request_error", problem.to_string()))
+        }
+        Err(problem @ ClaimError::Agent(_)) => {
+            Err(error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", problem.to_string()))
+        }
+    }
+}
+
+async fn answer(gateway: &Arc<Gateway>, caller: &Caller, body: &Bytes) -> Response {
     let request = match parse_request(body) {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),
     };
+    let session_key = request.session_key(caller);
+    if let Some(actor) = caller.person()
+        && let Err(response) = claim(gateway, actor, &session_key).await
+    {
+        return response;
+    }
     let run = RunRequest {
-        session_key: request.session_key.clone(),
+        session_key,
         input: request.input.clone(),
         images: Vec::new(),
         origin: "openai".into(),
         run_id: Some(format!("chatcmpl-{}", squidbot_core::ids::entry_id())),
         correlation_id: None,
-        actor: None,
+        actor: caller.person().cloned(),
     };
     let handle = match gateway.runner.start(run) {
         Ok(handle) => handle,
@@ -314,7 +356,15 @@ mod tests {
         let ok = parse_request(br#"{"model":"x","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"user":"ana","stream":true,"stream_options":{"include_usage":true}}"#);
         let request = ok.ok().unwrap();
         assert_eq!(request.input, "hi");
-        assert_eq!(request.session_key, "openai:ana");
+        assert_eq!(request.session_key(&Caller::Owner), "openai:ana");
+        let bob = Actor {
+            user: Some("bob".into()),
+            name: "Bob".into(),
+            role: "user".into(),
+            context: "user:bob".into(),
+            session: None,
+        };
+        assert_eq!(request.session_key(&Caller::Person(bob)), "openai:bob:ana");
         assert!(request.stream && request.include_usage);
         for bad in [
             &b"not json"[..],

@@ -17,6 +17,7 @@ mod memory;
 pub(crate) mod methods;
 mod outbox;
 pub(crate) mod params;
+mod people;
 mod sessions;
 mod translate;
 mod workers;
@@ -93,11 +94,16 @@ fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
-/// Which operations a connection may call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which operations a connection may call; each level includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Access {
+    /// `operator.read`: reading.
     Read,
+    /// `operator.write` (or `.admin`): running turns and changing things.
     Write,
+    /// `operator.admin` held by an admin (the owner's credentials count as one): the
+    /// people's admin methods and `config.get`, when people are on.
+    Admin,
 }
 
 /// Counts the connection while it lives.
@@ -128,6 +134,8 @@ pub(crate) struct Connection {
     protocol: u64,
     access: Access,
     scopes: Vec<String>,
+    /// Who the credentials were: the owner, or a person who sees only their own context.
+    caller: crate::people::Caller,
     /// The sessions this connection receives events of, kept in the hub's index; `None`
     /// until the handshake succeeded.
     watched: Option<Watchlist>,
@@ -149,6 +157,7 @@ async fn serve(gateway: Arc<Gateway>, socket: WebSocket, peer: SocketAddr) {
         protocol: PROTOCOL_MAX,
         access: Access::Read,
         scopes: Vec::new(),
+        caller: crate::people::Caller::Owner,
         watched: None,
         runs: translate::Runs::default(),
     };
@@ -247,19 +256,33 @@ impl Connection {
 
     async fn hello(&self) -> Value {
         let health = crate::health::report(&self.gateway).await;
+        // A person's requests that name no session go to their own main session.
+        let (main_key, main_session) = match self.caller.person() {
+            Some(actor) => (crate::people::main_key(actor), crate::people::main_session(actor)),
+            None => ("main".to_owned(), methods::MAIN_SESSION.to_owned()),
+        };
+        let mut auth = json!({"role": "operator", "scopes": self.scopes});
+        if let Some(actor) = self.caller.person() {
+            auth["user"] = methods::person_json(actor);
+        }
+        let mut features = json!({"methods": methods::NAMES, "events": translate::EVENTS});
+        if self.gateway.people().is_some() {
+            // Tells clients (the web UI) that the people's panels have something to show.
+            features["people"] = Value::Bool(true);
+        }
         json!({
             "type": "hello-ok",
             "protocol": self.protocol,
             "server": {"version": env!("CARGO_PKG_VERSION"), "connId": self.conn_id, "name": "squidbot"},
-            "features": {"methods": methods::NAMES, "events": translate::EVENTS},
+            "features": features,
             "snapshot": {
                 "presence": [],
                 "health": health,
                 "stateVersion": {"presence": 0, "health": 0},
                 "uptimeMs": self.gateway.started.elapsed().as_millis() as u64,
-                "sessionDefaults": {"defaultAgentId": "main", "mainKey": "main", "mainSessionKey": methods::MAIN_SESSION},
+                "sessionDefaults": {"defaultAgentId": "main", "mainKey": main_key, "mainSessionKey": main_session},
             },
-            "auth": {"role": "operator", "scopes": self.scopes},
+            "auth": auth,
             "policy": {
                 "maxPayload": frame::MAX_FRAME_BYTES,
                 "maxBufferedBytes": frame::MAX_FRAME_BYTES * 8,
@@ -303,7 +326,12 @@ impl Connection {
                     return Stop::Close(1012, "gateway restarting");
                 }
                 () = sleep_until_or_never(flush_at) => self.flush_due(),
-                _ = tick.tick() => self.outbox.send_event("tick", &json!({"ts": unix_ms()})),
+                _ = tick.tick() => {
+                    if !self.still_allowed() {
+                        return Stop::Close(1008, "access revoked");
+                    }
+                    self.outbox.send_event("tick", &json!({"ts": unix_ms()}));
+                }
                 message = stream.next() => {
                     let text = match message {
                         None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Stop::Gone,
@@ -315,7 +343,11 @@ impl Connection {
                         Some(Ok(_)) => continue,
                     };
                     match frame::parse(text.as_str(), frame::MAX_FRAME_BYTES) {
-                        Ok(ClientFrame::Request { id, method, params }) => self.request(&id, &method, params).await,
+                        Ok(ClientFrame::Request { id, method, params }) => {
+                            if let Some(stop) = self.request(&id, &method, params).await {
+                                return stop;
+                            }
+                        }
                         Ok(ClientFrame::Cancel { .. }) => {}
                         Err(error @ FrameError::TooLarge { .. }) => {
                             self.frame_error(&error);
@@ -328,8 +360,16 @@ impl Connection {
         }
     }
 
-    async fn request(&mut self, id: &str, method: &str, params: Map<String, Value>) {
-        match methods::read(&self.gateway, method, self.access, params) {
+    /// Answers one request; `Some` when the connection must end instead (a person whose
+    /// access was revoked since they logged in).
+    async fn request(&mut self, id: &str, method: &str, params: Map<String, Value>) -> Option<Stop> {
+        if !self.still_allowed() {
+            let revoked = MethodError::new(frame::ErrorCode::Forbidden, "your gateway access was revoked")
+                .with_details(json!({"code": "ACCESS_REVOKED"}));
+            self.respond(id, Err(revoked));
+            return Some(Stop::Close(1008, "access revoked"));
+        }
+        match methods::read(&self.gateway, method, self.access, self.caller.person().is_none(), params) {
             Ok((method, request)) => {
                 if let Some(result) = methods::call(self, id, method, request).await {
                     self.respond(id, result);
@@ -337,5 +377,6 @@ impl Connection {
             }
             Err(error) => self.respond(id, Err(error)),
         }
+        None
     }
 }

@@ -271,10 +271,46 @@ function showLogin(errorMessage) {
 
 let currentPanel = 'chat';
 
+// What the connection is: a person (their own sessions, usage and memory only) or the
+// owner, and whether it holds the admin scope that the people's admin panels need.
+function isAdmin() {
+  const hello = connection.hello || {};
+  return ((hello.auth && hello.auth.scopes) || []).includes('operator.admin');
+}
+
+function hasPeople() {
+  const hello = connection.hello || {};
+  return Boolean(hello.features && hello.features.people);
+}
+
+function mainSession() {
+  const hello = connection.hello || {};
+  const defaults = (hello.snapshot && hello.snapshot.sessionDefaults) || {};
+  return defaults.mainSessionKey || DEFAULT_SESSION;
+}
+
+function applyIdentity() {
+  const hello = connection.hello || {};
+  const user = hello.auth && hello.auth.user;
+  show($('whoami'), user ? (user.name || user.id) + ' · ' + user.role : (hasPeople() ? 'owner' : ''));
+  const admin = isAdmin();
+  $('nav-usage').hidden = !hasPeople();
+  for (const button of document.querySelectorAll('#nav [data-admin]')) button.hidden = !(admin && hasPeople());
+  const panelButton = document.querySelector('#nav [data-panel="' + currentPanel + '"]');
+  if (panelButton && panelButton.hidden) currentPanel = 'chat';
+  // A person's conversations start in their own main session, not the owner's.
+  const main = mainSession();
+  if (chat.session === DEFAULT_SESSION && main !== DEFAULT_SESSION) {
+    chat.session = main;
+    $('chat-session').value = main;
+  }
+}
+
 function showApp() {
   $('login-view').hidden = true;
   $('app-view').hidden = false;
   show($('login-error'), '');
+  applyIdentity();
   loadChatHistory();
   loadSessionOptions();
   showPanel(currentPanel);
@@ -287,6 +323,10 @@ const loaders = {
   skills: () => loadSkills(),
   cron: () => openCron(),
   status: () => loadStatus(),
+  usage: () => loadUsage(),
+  users: () => loadUsers(),
+  approvals: () => loadApprovals(),
+  audit: () => loadAudit(),
 };
 
 function showPanel(name) {
@@ -297,6 +337,7 @@ function showPanel(name) {
   }
   for (const panel of document.querySelectorAll('main > .panel')) panel.hidden = panel.id !== 'panel-' + name;
   watchCron(name === 'cron');
+  watchApprovals(name === 'approvals');
   loaders[name]();
 }
 
@@ -533,7 +574,7 @@ async function stopRun() {
 
 async function newConversation() {
   try {
-    await request('sessions.reset', { key: chat.session });
+    await request('sessions.reset', { sessionKey: chat.session });
     resetChatLog();
     show($('chat-error'), '');
   } catch (error) {
@@ -542,7 +583,7 @@ async function newConversation() {
 }
 
 function switchSession(key) {
-  const trimmed = key.trim() || DEFAULT_SESSION;
+  const trimmed = key.trim() || mainSession();
   $('chat-session').value = trimmed;
   if (trimmed === chat.session) return;
   chat.session = trimmed;
@@ -975,7 +1016,8 @@ async function loadStatus() {
       h('li', { 'data-testid': 'status-channel' }, c.name + ': ' + (c.state || '?')))
       : [h('li', { class: 'muted' }, 'none')]));
     const usage = status.usage || {};
-    $('status-usage').textContent = (usage.turns ?? 0) + ' turns · ' + (usage.inputTokens ?? 0) + ' input · '
+    const counted = usage.turns !== undefined ? usage.turns + ' turns' : (usage.modelCalls ?? 0) + ' model calls';
+    $('status-usage').textContent = counted + ' · ' + (usage.inputTokens ?? 0) + ' input · '
       + (usage.outputTokens ?? 0) + ' output tokens';
     $('status-sessions').textContent = status.sessionsOpen ?? '—';
     $('status-connections').textContent = status.wsConnections ?? '—';
@@ -984,6 +1026,221 @@ async function loadStatus() {
     panelState('status', 'loaded');
   } catch (error) {
     panelState('status', 'error', error);
+  }
+}
+
+// people: usage, users, approvals, audit
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attributes, ...children) {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes || {})) element.setAttribute(name, String(value));
+  for (const child of children) element.append(child instanceof Node ? child : String(child));
+  return element;
+}
+
+function formatCost(cost) {
+  return cost ? Number(cost).toFixed(4) : '—';
+}
+
+function usageRow(row, testid) {
+  return h('tr', { 'data-testid': testid, 'data-key': row.key },
+    h('td', {}, row.key),
+    h('td', {}, row.calls ?? 0),
+    h('td', {}, row.inputTokens ?? 0),
+    h('td', {}, row.outputTokens ?? 0),
+    h('td', {}, (row.cacheReadTokens ?? 0) + (row.cacheWriteTokens ?? 0)),
+    h('td', {}, row.tokens ?? 0),
+    h('td', {}, formatCost(row.cost)));
+}
+
+// One bar per UTC day of the last 30, days without usage included, tallest at full height.
+function usageChart(rows) {
+  const byDay = new Map(rows.map((row) => [row.key, row.tokens || 0]));
+  const days = [];
+  const today = new Date();
+  for (let back = 29; back >= 0; back -= 1) {
+    const day = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - back));
+    days.push(day.toISOString().slice(0, 10));
+  }
+  const highest = Math.max(1, ...days.map((day) => byDay.get(day) || 0));
+  const width = 600;
+  const height = 160;
+  const slot = width / days.length;
+  const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + (height + 20), class: 'bars', role: 'img',
+    'aria-label': 'tokens per day' });
+  days.forEach((day, index) => {
+    const tokens = byDay.get(day) || 0;
+    const barHeight = Math.round((tokens / highest) * height);
+    const bar = svg('rect', { x: index * slot + 2, y: height - barHeight, width: slot - 4, height: barHeight,
+      class: 'bar', 'data-day': day, 'data-tokens': tokens });
+    bar.append(svg('title', {}, day + ': ' + tokens + ' tokens'));
+    chart.append(bar);
+    if (index % 5 === 4 || index === days.length - 1) {
+      const last = index === days.length - 1;
+      chart.append(svg('text', { x: last ? width : index * slot + slot / 2, y: height + 15, class: 'bar-label',
+        'text-anchor': last ? 'end' : 'middle' }, day.slice(5)));
+    }
+  });
+  return chart;
+}
+
+async function loadUsage() {
+  panelState('usage', 'loading');
+  try {
+    const [days, users, models] = await Promise.all([
+      request('usage.get', { by: 'day', since: '30d' }),
+      request('usage.get', { by: 'user', since: '30d' }),
+      request('usage.get', { by: 'model', since: '30d' }),
+    ]);
+    $('usage-scope').textContent = isAdmin() ? 'everyone, last 30 days' : 'yours, last 30 days';
+    $('usage-chart').replaceChildren(usageChart(days.rows || []));
+    const total = days.total || {};
+    $('usage-total').textContent = (total.calls ?? 0) + ' model calls · ' + (total.tokens ?? 0) + ' tokens · cost '
+      + formatCost(total.cost);
+    const empty = (columns) => h('tr', {}, h('td', { colspan: columns, class: 'muted' }, 'No usage yet.'));
+    const userRows = users.rows || [];
+    $('usage-users').replaceChildren(...(userRows.length ? userRows.map((row) => usageRow(row, 'usage-user')) : [empty(7)]));
+    const modelRows = models.rows || [];
+    $('usage-models').replaceChildren(...(modelRows.length ? modelRows.map((row) => usageRow(row, 'usage-model')) : [empty(7)]));
+    panelState('usage', 'loaded');
+  } catch (error) {
+    panelState('usage', error.code === 'UNAVAILABLE' ? 'unavailable' : 'error', error);
+  }
+}
+
+async function loadUsers() {
+  panelState('users', 'loading');
+  try {
+    const result = await request('users.list', {});
+    const users = result.users || [];
+    const token = (user) => {
+      if (!user.token) return 'unknown';
+      return user.token.set ? 'set ' + formatTime(user.token.createdMs) : 'none';
+    };
+    $('users-rows').replaceChildren(...(users.length ? users.map((user) =>
+      h('tr', { 'data-testid': 'user-row', 'data-id': user.id, 'data-disabled': String(Boolean(user.disabled)) },
+        h('td', { class: 'user-id' }, user.id),
+        h('td', {}, user.name || ''),
+        h('td', {}, h('span', { class: 'badge kind' }, user.role || '')),
+        h('td', {}, h('code', {}, user.context || '')),
+        h('td', {}, (user.identities || []).join(', ') || '—'),
+        h('td', {}, token(user)),
+        h('td', {}, h('span', { class: 'badge ' + (user.disabled ? 'no' : 'yes') }, user.disabled ? 'disabled' : 'enabled'))))
+      : [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No users yet.'))]));
+    panelState('users', 'loaded');
+  } catch (error) {
+    panelState('users', 'error', error);
+  }
+}
+
+const APPROVALS_REFRESH_MS = 5000;
+const approvals = { timer: null, token: 0 };
+
+function watchApprovals(open) {
+  clearInterval(approvals.timer);
+  approvals.timer = null;
+  if (!open) return;
+  approvals.timer = setInterval(() => {
+    if (currentPanel === 'approvals' && connection.authenticated && !document.hidden) loadApprovals({ quiet: true });
+  }, APPROVALS_REFRESH_MS);
+}
+
+function approvalCard(approval) {
+  const actor = approval.actor || {};
+  const reason = h('input', { placeholder: 'Reason (optional)', 'aria-label': 'Reason', 'data-testid': 'approval-reason' });
+  return h('div', { class: 'skill approval', 'data-testid': 'approval', 'data-id': approval.id },
+    h('div', { class: 'bar' }, h('strong', {}, approval.tool), h('code', {}, approval.id),
+      h('span', { class: 'muted' }, 'expires ' + formatTime(approval.expiresMs))),
+    h('p', {}, (actor.name || actor.user || '?') + ' (' + (actor.role || '?') + ') asks in ', h('code', {}, approval.sessionKey || '')),
+    h('pre', { class: 'arguments' }, approval.arguments || ''),
+    h('p', { class: 'muted' }, approval.rule || ''),
+    h('div', { class: 'row' },
+      h('button', { type: 'button', 'data-testid': 'approval-approve',
+        onclick: () => decideApproval('approvals.approve', approval.id, {}) }, 'Approve'),
+      reason,
+      h('button', { type: 'button', class: 'danger', 'data-testid': 'approval-deny',
+        onclick: () => decideApproval('approvals.deny', approval.id, { reason: reason.value.trim() || undefined }) }, 'Deny')));
+}
+
+async function loadApprovals(options) {
+  const quiet = options && options.quiet;
+  const token = ++approvals.token;
+  if (!quiet) panelState('approvals', 'loading');
+  try {
+    const result = await request('approvals.list', {});
+    if (token !== approvals.token) return;
+    const pending = result.approvals || [];
+    const count = $('approvals-count');
+    count.textContent = String(pending.length);
+    count.hidden = !pending.length;
+    // A poll must not wipe a reason being typed.
+    const typing = document.activeElement && document.activeElement.dataset.testid === 'approval-reason';
+    if (!(quiet && typing)) {
+      $('approvals-list').replaceChildren(...(pending.length ? pending.map(approvalCard)
+        : [h('p', { id: 'approvals-empty', class: 'muted' }, 'Nothing waits for an approval.')]));
+    }
+    panelState('approvals', 'loaded');
+  } catch (error) {
+    if (token !== approvals.token) return;
+    if (quiet && $('panel-approvals').dataset.state === 'loaded') return;
+    panelState('approvals', 'error', error);
+  }
+}
+
+async function decideApproval(method, id, params) {
+  const verb = method === 'approvals.approve' ? 'Approved' : 'Denied';
+  try {
+    await request(method, Object.assign({ id }, params));
+    show($('approvals-message'), verb + ' request ' + id + '.');
+    show($('approvals-error'), '');
+  } catch (error) {
+    show($('approvals-message'), '');
+    show($('approvals-error'), "can't decide request " + id + ': ' + error.message);
+  }
+  await loadApprovals({ quiet: true });
+}
+
+function auditDetail(detail) {
+  if (detail === undefined || detail === null) return '';
+  return typeof detail === 'string' ? detail : JSON.stringify(detail);
+}
+
+async function loadAudit(event) {
+  if (event) event.preventDefault();
+  panelState('audit', 'loading');
+  try {
+    const user = $('audit-user').value.trim();
+    const since = $('audit-since').value;
+    const result = await request('audit.list', { user: user || undefined, since: since || undefined, limit: 200 });
+    const rows = result.rows || [];
+    $('audit-rows').replaceChildren(...(rows.length ? rows.map((row) =>
+      h('tr', { 'data-testid': 'audit-row', 'data-seq': row.seq, 'data-ok': String(Boolean(row.ok)) },
+        h('td', {}, row.seq),
+        h('td', {}, formatTime(row.atMs)),
+        h('td', {}, h('span', { class: 'badge kind' }, row.kind)),
+        h('td', {}, row.actor),
+        h('td', {}, row.subject),
+        h('td', {}, h('span', { class: 'badge ' + (row.ok ? 'yes' : 'no') }, row.ok ? 'ok' : 'refused')),
+        h('td', { class: 'audit-detail' }, shorten(auditDetail(row.detail), 300))))
+      : [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No audit rows.'))]));
+    panelState('audit', 'loaded');
+  } catch (error) {
+    panelState('audit', 'error', error);
+  }
+}
+
+async function verifyAudit() {
+  const verdict = $('audit-verdict');
+  verdict.className = 'notice';
+  show(verdict, 'verifying…');
+  try {
+    const result = await request('audit.verify', {});
+    verdict.className = result.ok ? 'notice ok' : 'notice';
+    show(verdict, result.ok ? 'The audit chain is intact (' + result.rows + ' rows).' : 'The audit chain is broken: ' + result.problem);
+  } catch (error) {
+    show(verdict, "can't verify: " + error.message);
   }
 }
 
@@ -1020,6 +1277,10 @@ function logout() {
   if (connection.socket) { const old = connection.socket; connection.socket = null; connection.authenticated = false; old.close(); }
   failPending('logged out');
   chatDisconnected();
+  // The next login may be someone else, whose main session is their own.
+  chat.session = DEFAULT_SESSION;
+  $('chat-session').value = DEFAULT_SESSION;
+  connection.hello = null;
   setConnectionState('idle', 'not connected');
   showLogin('');
 }
@@ -1053,6 +1314,12 @@ function init() {
   $('cron-refresh').addEventListener('click', () => loadCron());
   $('cron-add-form').addEventListener('submit', addCronJob);
   $('status-refresh').addEventListener('click', loadStatus);
+  $('usage-refresh').addEventListener('click', loadUsage);
+  $('users-refresh').addEventListener('click', loadUsers);
+  $('approvals-refresh').addEventListener('click', () => loadApprovals());
+  $('audit-refresh').addEventListener('click', () => loadAudit());
+  $('audit-filter').addEventListener('submit', loadAudit);
+  $('audit-verify').addEventListener('click', verifyAudit);
 
   const auth = loadAuth();
   if (auth) {

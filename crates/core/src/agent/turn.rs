@@ -79,6 +79,9 @@ impl Agent {
         });
         let mut notice = None;
         if let (Some(people), Some(actor)) = (&self.people, &actor) {
+            if let Some(refusal) = people.refuses_model(actor, &self.settings.model) {
+                return self.refuse_turn(session, input, refusal, correlation_id).await;
+            }
             match people.admit_turn(actor) {
                 Admission::Admit => {}
                 Admission::AdmitWithNotice(text) => notice = Some(text),
@@ -167,7 +170,7 @@ impl Agent {
             sections.push(workers);
         }
         let workspace = self.workspace_of(&session.header().context)?;
-        let system = self.system_prompt_from(workspace.files.as_ref(), first_run, &sections).text;
+        let system = self.system_prompt_from(&workspace.prompt_files(), first_run, &sections).text;
         // Tools of run-time sources (MCP servers) are looked up, and their servers started,
         // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
         // at its first model call.

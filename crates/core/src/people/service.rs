@@ -253,6 +253,25 @@ impl People {
         }
     }
 
+    /// Why `actor` may not have `model` (`provider/model`) answer them: their people's
+    /// role's `models` list doesn't have it. Audited when refused.
+    pub fn refuses_model(&self, actor: &Actor, model: &str) -> Option<String> {
+        if self.policy(actor).allows_model(model) {
+            return None;
+        }
+        self.audit(
+            AuditKind::ToolCall,
+            actor,
+            "model",
+            false,
+            json!({"model": model, "refused": "not in the role's models"}),
+        );
+        Some(format!(
+            "Sorry, the model `{model}` is not one your role ({}) may use; ask an admin to allow it.",
+            actor.role
+        ))
+    }
+
     /// Whether `actor` may start a turn now, by their budget (the person's own limits
     /// over their role's). Admins are exempt unless their role says otherwise.
     pub fn admit_turn(&self, actor: &Actor) -> Admission {

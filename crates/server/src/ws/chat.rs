@@ -9,7 +9,8 @@ use squidbot_types::session::{EntryBody, MessageRole};
 use super::Connection;
 use super::frame::{ErrorCode, MethodError};
 use super::params::{Count, NonBlank};
-use super::sessions::{entries, session_key};
+use super::sessions::{claim, entries, ownership, session_key_for};
+use crate::people::Ownership;
 
 /// Params of `agent` and `chat.send`.
 #[derive(Debug, Clone, Deserialize)]
@@ -49,9 +50,11 @@ pub(crate) struct AbortParams {
     pub(crate) run_id: Option<String>,
 }
 
-/// Starts a turn; answers its run id and session.
-fn start_run(connection: &mut Connection, params: RunParams) -> Result<(String, String), MethodError> {
-    let key = session_key(params.session_key.as_deref(), params.agent_id.as_deref())?;
+/// Starts a turn; answers its run id and session. A person's turn acts for them, in a
+/// session of their own.
+async fn start_run(connection: &mut Connection, params: RunParams) -> Result<(String, String), MethodError> {
+    let key = session_key_for(&connection.caller, params.session_key.as_deref(), params.agent_id.as_deref())?;
+    claim(connection, &key).await?;
     let run_id = match params.idempotency_key {
         Some(id) if !id.is_empty() => id,
         _ => format!("run-{}", squidbot_core::ids::session_id()),
@@ -65,7 +68,7 @@ fn start_run(connection: &mut Connection, params: RunParams) -> Result<(String, 
         origin: "openclaw".into(),
         run_id: Some(run_id),
         correlation_id: None,
-        actor: None,
+        actor: connection.caller.person().cloned(),
     };
     match connection.gateway.runner.start(request) {
         Ok(handle) => Ok((handle.run_id, key)),
@@ -77,8 +80,12 @@ fn start_run(connection: &mut Connection, params: RunParams) -> Result<(String, 
 }
 
 /// `agent`: answered `accepted` now and again when the run ends.
-pub(super) fn agent(connection: &mut Connection, id: &str, params: RunParams) -> Option<Result<Value, MethodError>> {
-    match start_run(connection, params) {
+pub(super) async fn agent(
+    connection: &mut Connection,
+    id: &str,
+    params: RunParams,
+) -> Option<Result<Value, MethodError>> {
+    match start_run(connection, params).await {
         Ok((run_id, key)) => {
             connection.runs.await_final(&run_id, id);
             let accepted = json!({
@@ -93,23 +100,28 @@ pub(super) fn agent(connection: &mut Connection, id: &str, params: RunParams) ->
 }
 
 /// `chat.send`.
-pub(super) fn send(connection: &mut Connection, params: RunParams) -> Result<Value, MethodError> {
-    let (run_id, key) = start_run(connection, params)?;
+pub(super) async fn send(connection: &mut Connection, params: RunParams) -> Result<Value, MethodError> {
+    let (run_id, key) = start_run(connection, params).await?;
     Ok(json!({"runId": run_id, "sessionKey": key, "status": "started"}))
 }
 
 /// `chat.abort`.
-pub(super) fn abort(connection: &mut Connection, params: AbortParams) -> Result<Value, MethodError> {
-    let key = session_key(params.session_key.as_deref(), params.agent_id.as_deref())?;
+pub(super) async fn abort(connection: &mut Connection, params: AbortParams) -> Result<Value, MethodError> {
+    let key = session_key_for(&connection.caller, params.session_key.as_deref(), params.agent_id.as_deref())?;
+    ownership(connection, &key).await?;
     let aborted = connection.gateway.runner.abort(&key, params.run_id.as_deref());
     Ok(json!({"ok": true, "aborted": !aborted.is_empty(), "runIds": aborted}))
 }
 
 /// `chat.history`: the messages on the session's active path, newest last.
 pub(super) async fn history(connection: &mut Connection, params: HistoryParams) -> Result<Value, MethodError> {
-    let key = session_key(params.session_key.as_deref(), params.agent_id.as_deref())?;
+    let key = session_key_for(&connection.caller, params.session_key.as_deref(), params.agent_id.as_deref())?;
     let limit = params.limit.map_or(200, |limit| limit.0).clamp(1, 1000) as usize;
+    let owned = ownership(connection, &key).await?;
     connection.watch(&key);
+    if owned == Ownership::Fresh {
+        return Ok(json!({"sessionKey": key, "messages": []}));
+    }
     let Some((entries, _, active)) = entries(connection, &key).await? else {
         return Ok(json!({"sessionKey": key, "messages": []}));
     };

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use squidbot_types::people::Actor;
 
 use super::frame::{ErrorCode, MethodError};
 use super::params::{Lenient, ParamsError, decode};
 use super::{Access, Connection, PROTOCOL_MAX, PROTOCOL_MIN};
+use crate::people::{ADMIN_SCOPE, Caller, READ_SCOPE, WRITE_SCOPE};
 
 /// `connect` params. Every field is read leniently (a value of the wrong type reads as
 /// absent): clients fill them in many ways, and a connect has never been refused for a
@@ -167,8 +169,8 @@ impl Connection {
         }
         let auth = params.auth.0.unwrap_or_default();
         let (token, password) = (auth.token.0.as_deref(), auth.password.0.as_deref());
-        match self.gateway.authorize_connect(self.peer.ip(), token, password).await {
-            Ok(()) => {}
+        let caller = match self.gateway.authorize_connect(self.peer.ip(), token, password).await {
+            Ok(caller) => caller,
             Err(crate::Refusal::LockedOut(wait)) => return Err(ConnectError::LockedOut(wait)),
             Err(crate::Refusal::Unauthorized) => {
                 let failure = match (&self.gateway.auth, token, password) {
@@ -179,17 +181,23 @@ impl Connection {
                 };
                 return Err(ConnectError::Unauthorized(failure));
             }
-        }
+        };
         let requested: Vec<String> = match params.scopes.0 {
             Some(scopes) => scopes.into_iter().filter_map(|scope| scope.0).collect(),
-            None => vec!["operator.read".to_owned()],
+            None => vec![READ_SCOPE.to_owned()],
         };
-        self.access = if requested.iter().any(|scope| scope == "operator.write" || scope == "operator.admin") {
-            Access::Write
-        } else {
-            Access::Read
+        // The owner's connection gets what it asks for, as always; a person's what their
+        // role allows of it, never more.
+        let scopes = match caller.person() {
+            None => requested,
+            Some(actor) => crate::people::granted_scopes(actor, &requested),
         };
-        self.scopes = requested;
+        self.access = access(&scopes, &caller);
+        self.scopes = scopes;
+        if let Some(actor) = caller.person() {
+            tracing::info!(peer = %self.peer, user = actor.user.as_deref().unwrap_or("?"), role = %actor.role, "a person logged in");
+        }
+        self.caller = caller;
         let client = params.client.0.unwrap_or_default();
         tracing::info!(
             peer = %self.peer,
@@ -202,6 +210,47 @@ impl Connection {
             "WebSocket client connected"
         );
         Ok(())
+    }
+}
+
+/// What `scopes` let `caller` call: the admin methods only with `operator.admin` held by
+/// an admin, writing with `operator.write` or `.admin`.
+fn access(scopes: &[String], caller: &Caller) -> Access {
+    if scopes.iter().any(|scope| scope == ADMIN_SCOPE) && caller.is_admin() {
+        Access::Admin
+    } else if scopes.iter().any(|scope| scope == WRITE_SCOPE || scope == ADMIN_SCOPE) {
+        Access::Write
+    } else {
+        Access::Read
+    }
+}
+
+impl Connection {
+    /// Reads a person's user again (before each request and at each tick): false when
+    /// they were disabled or removed, so the connection ends; a changed role takes effect
+    /// at once (scopes only shrink: more needs a new login). The owner's is always fine.
+    pub(super) fn still_allowed(&mut self) -> bool {
+        let Some(actor) = self.caller.person() else { return true };
+        let (Some(people), Some(id)) = (self.gateway.people(), actor.user.as_deref()) else { return true };
+        match people.stores().directory.user(id) {
+            Ok(Some(user)) if !user.disabled => {
+                let fresh = Actor::of(&user);
+                if fresh != *actor {
+                    self.scopes = crate::people::granted_scopes(&fresh, &self.scopes);
+                    self.caller = Caller::Person(fresh);
+                    self.access = access(&self.scopes, &self.caller);
+                }
+                true
+            }
+            Ok(_) => {
+                tracing::info!(peer = %self.peer, user = id, "closing a disabled user's connection");
+                false
+            }
+            Err(error) => {
+                tracing::warn!(%error, "can't read a connected person's user again; keeping what they had");
+                true
+            }
+        }
     }
 }
 

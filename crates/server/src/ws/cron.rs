@@ -101,6 +101,48 @@ pub(super) fn jobs<'a>(jobs: Option<&'a JobServices>, method: &str) -> Result<&'
     jobs.ok_or_else(|| scheduler_off(method))
 }
 
+/// Whether squidbot's own housekeeping jobs are shown (they act for nobody).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Housekeeping {
+    /// To the owner's clients, who may pause them.
+    Shown,
+    /// Not to people.
+    Hidden,
+}
+
+/// The jobs one client works with: those owned by one context (the owner's, or a
+/// person's own), and squidbot's housekeeping for the owner.
+pub(crate) struct JobView<'a> {
+    /// The scheduler's jobs.
+    pub(crate) services: &'a JobServices,
+    /// The context whose jobs are seen and added.
+    pub(crate) context: &'a str,
+    /// Whether housekeeping jobs are seen.
+    pub(crate) housekeeping: Housekeeping,
+}
+
+impl<'a> JobView<'a> {
+    /// What the owner's clients see.
+    pub(crate) fn owner(services: &'a JobServices) -> Self {
+        JobView { services, context: &services.owner_context, housekeeping: Housekeeping::Shown }
+    }
+}
+
+impl CronRequest {
+    /// Whether the request changes a job (or runs one).
+    pub(crate) fn changes(&self) -> bool {
+        match self {
+            CronRequest::List | CronRequest::Get(_) | CronRequest::Status => false,
+            CronRequest::Add(_)
+            | CronRequest::Remove(_)
+            | CronRequest::Pause(_)
+            | CronRequest::Resume(_)
+            | CronRequest::Update(_)
+            | CronRequest::Run(_) => true,
+        }
+    }
+}
+
 /// Runs the `cron.*` method `method` with its params as sent; `jobs` is `None` when the
 /// scheduler is off, which is reported whatever the params.
 #[cfg(test)]
@@ -110,6 +152,7 @@ pub(super) async fn call(
     params: &Map<String, Value>,
 ) -> Result<Value, MethodError> {
     let jobs = self::jobs(jobs, method)?;
+    let jobs = &JobView::owner(jobs);
     let method = super::methods::Method::from_name(method)
         .ok_or_else(|| super::methods::RequestError::UnknownMethod(method.to_owned()))?;
     let request = method.parse(params.clone()).map_err(super::methods::RequestError::from)?;
@@ -120,7 +163,7 @@ pub(super) async fn call(
 }
 
 /// Runs a `cron.*` request.
-pub(super) async fn run(jobs: &JobServices, request: CronRequest) -> Result<Value, MethodError> {
+pub(super) async fn run(jobs: &JobView<'_>, request: CronRequest) -> Result<Value, MethodError> {
     match request {
         CronRequest::List => list(jobs).await,
         CronRequest::Get(params) => owned(jobs, params.id()?).await.map(|job| json!({"job": row(&job)})),
@@ -179,41 +222,41 @@ fn job_reference<'a>(id: Option<&'a str>, job_id: Option<&'a str>) -> Result<&'a
 }
 
 /// Wakes the running scheduler after a change, so it re-reads its next due time.
-fn changed(jobs: &JobServices) {
-    if let Some(control) = &jobs.control {
+fn changed(jobs: &JobView<'_>) {
+    if let Some(control) = &jobs.services.control {
         control.wake();
     }
 }
 
-/// Whether the owner's clients see `job`: the owner's own jobs and squidbot's
-/// housekeeping (which acts for no user, and which the owner may pause), never another
-/// user's.
-fn visible(jobs: &JobServices, job: &Job) -> bool {
+/// Whether the client sees `job`: the jobs of its context, and for the owner's clients
+/// squidbot's housekeeping (which acts for no user, and which the owner may pause); never
+/// another user's.
+fn visible(jobs: &JobView<'_>, job: &Job) -> bool {
     match job.kind {
-        JobKind::System => true,
-        JobKind::User | JobKind::Heartbeat => job.owner_context == jobs.owner_context,
+        JobKind::System => jobs.housekeeping == Housekeeping::Shown,
+        JobKind::User | JobKind::Heartbeat => job.owner_context == jobs.context,
     }
 }
 
 /// The jobs the owner sees, oldest first.
-async fn owner_jobs(jobs: &JobServices) -> Result<Vec<Job>, MethodError> {
-    let all = jobs.store.list_boxed().await.map_err(|error| store_error("list the jobs", error))?;
+async fn owner_jobs(jobs: &JobView<'_>) -> Result<Vec<Job>, MethodError> {
+    let all = jobs.services.store.list_boxed().await.map_err(|error| store_error("list the jobs", error))?;
     Ok(all.into_iter().filter(|job| visible(jobs, job)).collect())
 }
 
 /// The job `id` if the owner sees it. Other users' jobs read as missing, so a client
 /// can't probe their ids.
-async fn owned(jobs: &JobServices, id: &str) -> Result<Job, MethodError> {
-    let job = jobs.store.get_boxed(id).await.map_err(|error| store_error("read the job", error))?;
+async fn owned(jobs: &JobView<'_>, id: &str) -> Result<Job, MethodError> {
+    let job = jobs.services.store.get_boxed(id).await.map_err(|error| store_error("read the job", error))?;
     job.filter(|job| visible(jobs, job)).ok_or_else(|| not_found(id))
 }
 
-async fn list(jobs: &JobServices) -> Result<Value, MethodError> {
+async fn list(jobs: &JobView<'_>) -> Result<Value, MethodError> {
     let rows: Vec<Value> = owner_jobs(jobs).await?.iter().map(row).collect();
     Ok(json!({"jobs": rows}))
 }
 
-async fn status(jobs: &JobServices) -> Result<Value, MethodError> {
+async fn status(jobs: &JobView<'_>) -> Result<Value, MethodError> {
     let owned = owner_jobs(jobs).await?;
     let active: Vec<&Job> = owned.iter().filter(|job| job.status == JobStatus::Active).collect();
     let next = active
@@ -222,16 +265,16 @@ async fn status(jobs: &JobServices) -> Result<Value, MethodError> {
         .min_by_key(|(next_run, _)| *next_run)
         .and_then(|(next_run, job)| job_time(Some(next_run), &job_zone(job)));
     Ok(json!({
-        "enabled": jobs.control.is_some(),
+        "enabled": jobs.services.control.is_some(),
         "jobs": owned.len(),
         "active": active.len(),
         "paused": owned.len() - active.len(),
         "nextRun": next,
-        "timezone": jobs.default_zone,
+        "timezone": jobs.services.default_zone,
     }))
 }
 
-async fn add(jobs: &JobServices, params: AddJobParams) -> Result<Value, MethodError> {
+async fn add(jobs: &JobView<'_>, params: AddJobParams) -> Result<Value, MethodError> {
     let request = JobRequest {
         name: params.name.as_str(),
         schedule: params.schedule.as_str(),
@@ -239,17 +282,17 @@ async fn add(jobs: &JobServices, params: AddJobParams) -> Result<Value, MethodEr
         channel: params.channel.as_deref(),
         // A form's empty zone field means "the default", not a zone named "".
         timezone: params.tz.as_deref().filter(|zone| !zone.trim().is_empty()),
-        default_zone: &jobs.default_zone,
-        owner_context: &jobs.owner_context,
+        default_zone: &jobs.services.default_zone,
+        owner_context: jobs.context,
     };
     let job = new_user_job(&request, job_id(), Timestamp::now())
         .map_err(|error| MethodError::invalid(format!("can't add the job: {error}")))?;
-    jobs.store.insert_boxed(&job).await.map_err(|error| store_error("add the job", error))?;
+    jobs.services.store.insert_boxed(&job).await.map_err(|error| store_error("add the job", error))?;
     changed(jobs);
     Ok(json!({"job": row(&job)}))
 }
 
-async fn remove(jobs: &JobServices, id: &str) -> Result<Value, MethodError> {
+async fn remove(jobs: &JobView<'_>, id: &str) -> Result<Value, MethodError> {
     let job = owned(jobs, id).await?;
     let refusal = match job.kind {
         JobKind::User => None,
@@ -264,13 +307,13 @@ async fn remove(jobs: &JobServices, id: &str) -> Result<Value, MethodError> {
         return Err(MethodError::invalid(message)
             .with_details(json!({"code": "JOB_NOT_REMOVABLE", "id": id, "kind": job.kind.as_str()})));
     }
-    jobs.store.remove_boxed(id).await.map_err(|error| store_error(&format!("remove job {id}"), error))?;
+    jobs.services.store.remove_boxed(id).await.map_err(|error| store_error(&format!("remove job {id}"), error))?;
     changed(jobs);
     Ok(json!({"ok": true, "id": id}))
 }
 
 /// Pauses or resumes the job `id`; every kind may be paused and resumed.
-async fn set_status(jobs: &JobServices, id: &str, status: JobStatus) -> Result<Value, MethodError> {
+async fn set_status(jobs: &JobView<'_>, id: &str, status: JobStatus) -> Result<Value, MethodError> {
     let mut job = owned(jobs, id).await?;
     let next_run = match status {
         // The next run stays stored so listings still show where the job stood.
@@ -281,7 +324,8 @@ async fn set_status(jobs: &JobServices, id: &str, status: JobStatus) -> Result<V
                 .map_err(|error| MethodError::invalid(format!("can't resume job {id}: {error}")))?,
         ),
     };
-    jobs.store
+    jobs.services
+        .store
         .set_status_boxed(id, status, next_run)
         .await
         .map_err(|error| store_error(&format!("set job {id} {status}"), error))?;
@@ -292,7 +336,7 @@ async fn set_status(jobs: &JobServices, id: &str, status: JobStatus) -> Result<V
 }
 
 /// `cron.update {id, enabled}` (or OpenClaw's `{id, patch: {enabled}}`): pause or resume.
-async fn update(jobs: &JobServices, params: UpdateJobParams) -> Result<Value, MethodError> {
+async fn update(jobs: &JobView<'_>, params: UpdateJobParams) -> Result<Value, MethodError> {
     let id = job_reference(params.id.as_deref(), params.job_id.as_deref())?;
     let enabled = match &params.patch {
         None => params.enabled.0,
@@ -316,9 +360,9 @@ async fn update(jobs: &JobServices, params: UpdateJobParams) -> Result<Value, Me
     set_status(jobs, id, status).await
 }
 
-async fn run_now(jobs: &JobServices, id: &str) -> Result<Value, MethodError> {
+async fn run_now(jobs: &JobView<'_>, id: &str) -> Result<Value, MethodError> {
     let job = owned(jobs, id).await?;
-    let Some(control) = &jobs.control else {
+    let Some(control) = &jobs.services.control else {
         return Err(MethodError::new(
             ErrorCode::Unavailable,
             format!("can't run job {id} now: no scheduler runs in this gateway (`scheduler.enabled = false`)"),

@@ -69,6 +69,7 @@ pub(super) fn connection(gateway: Arc<Gateway>) -> (Connection, mpsc::Receiver<M
         protocol: PROTOCOL_MAX,
         access: Access::Read,
         scopes: Vec::new(),
+        caller: crate::people::Caller::Owner,
         watched: None,
         runs: translate::Runs::default(),
     };

@@ -1,5 +1,6 @@
-//! `memory.*`: the owner's long-term memories and memory.md for protocol clients and the
-//! web UI's Memory panel.
+//! `memory.*`: long-term memories and memory.md for protocol clients and the web UI's
+//! Memory panel: the owner's for the owner's clients, a person's own for theirs (changed
+//! only when their role may change memory).
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use squidbot_types::memory::{DEFAULT_IMPORTANCE, Memory, MemoryType, NewMemory};
 use super::frame::{ErrorCode, MethodError};
 use super::params::{Count, Fraction, NonBlank};
 use crate::Gateway;
+use crate::people::Caller;
 
 /// A `memory.*` request.
 #[derive(Debug)]
@@ -95,14 +97,31 @@ pub(super) fn documents(gateway: &Gateway) -> Result<&Arc<dyn MemoryDocuments>, 
         .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "memory.md is not enabled on this gateway"))
 }
 
-/// Runs a `memory.*` request.
-pub(super) async fn call(gateway: &Gateway, request: MemoryRequest) -> Result<Value, MethodError> {
+/// Runs a `memory.*` request for `caller`.
+pub(super) async fn call(gateway: &Gateway, caller: &Caller, request: MemoryRequest) -> Result<Value, MethodError> {
+    let context = match caller.person() {
+        Some(actor) => actor.context.as_str(),
+        None => gateway.services.memory_context.as_str(),
+    };
+    let changes = match &request {
+        MemoryRequest::List(_) | MemoryRequest::DocumentGet => false,
+        MemoryRequest::Save(_) | MemoryRequest::Delete(_) | MemoryRequest::DocumentSet(_) => true,
+    };
+    if changes
+        && let (Some(actor), Some(people)) = (caller.person(), gateway.people())
+        && !people.policy(actor).memory
+    {
+        return Err(MethodError::new(
+            ErrorCode::Forbidden,
+            format!("your role ({}) may not change long-term memory", actor.role),
+        ));
+    }
     match request {
-        MemoryRequest::List(params) => list(gateway, params).await,
-        MemoryRequest::Save(params) => save(gateway, params).await,
-        MemoryRequest::Delete(params) => delete(gateway, params).await,
-        MemoryRequest::DocumentGet => document_get(gateway),
-        MemoryRequest::DocumentSet(params) => document_set(gateway, params),
+        MemoryRequest::List(params) => list(gateway, context, params).await,
+        MemoryRequest::Save(params) => save(gateway, context, params).await,
+        MemoryRequest::Delete(params) => delete(gateway, context, params).await,
+        MemoryRequest::DocumentGet => document_get(gateway, context),
+        MemoryRequest::DocumentSet(params) => document_set(gateway, context, params),
     }
 }
 
@@ -114,9 +133,8 @@ fn memory_json(memory: &Memory) -> Value {
     })
 }
 
-async fn list(gateway: &Gateway, params: MemoryListParams) -> Result<Value, MethodError> {
+async fn list(gateway: &Gateway, context: &str, params: MemoryListParams) -> Result<Value, MethodError> {
     let memories = memories(gateway)?;
-    let context = &gateway.services.memory_context;
     let limit = params.limit.map_or(50, |limit| limit.0).clamp(1, 500) as usize;
     let list = match params.query.filter(|query| !query.trim().is_empty()) {
         Some(query) => memories
@@ -135,7 +153,7 @@ async fn list(gateway: &Gateway, params: MemoryListParams) -> Result<Value, Meth
     Ok(json!({"memories": list.iter().map(memory_json).collect::<Vec<_>>()}))
 }
 
-async fn save(gateway: &Gateway, params: MemorySaveParams) -> Result<Value, MethodError> {
+async fn save(gateway: &Gateway, context: &str, params: MemorySaveParams) -> Result<Value, MethodError> {
     let memories = memories(gateway)?;
     let kind = match params.kind {
         None => MemoryType::Fact,
@@ -144,7 +162,7 @@ async fn save(gateway: &Gateway, params: MemorySaveParams) -> Result<Value, Meth
         }
     };
     let memory = NewMemory {
-        context: gateway.services.memory_context.clone(),
+        context: context.to_owned(),
         kind,
         content: params.content.0,
         importance: params.importance.map_or(DEFAULT_IMPORTANCE, |importance| importance.0 as f32),
@@ -157,23 +175,19 @@ async fn save(gateway: &Gateway, params: MemorySaveParams) -> Result<Value, Meth
     Ok(json!({"id": outcome.id(), "created": matches!(outcome, SaveOutcome::Created(_))}))
 }
 
-async fn delete(gateway: &Gateway, params: MemoryDeleteParams) -> Result<Value, MethodError> {
+async fn delete(gateway: &Gateway, context: &str, params: MemoryDeleteParams) -> Result<Value, MethodError> {
     let memories = memories(gateway)?;
-    memories
-        .delete(&gateway.services.memory_context, params.id.0)
-        .await
-        .map_err(|error| MethodError::invalid(error.to_string()))?;
+    memories.delete(context, params.id.0).await.map_err(|error| MethodError::invalid(error.to_string()))?;
     Ok(json!({"ok": true}))
 }
 
-fn document_get(gateway: &Gateway) -> Result<Value, MethodError> {
+fn document_get(gateway: &Gateway, context: &str) -> Result<Value, MethodError> {
     let documents = documents(gateway)?;
-    let context = &gateway.services.memory_context;
     let text = documents.read(context).map_err(MethodError::internal)?.unwrap_or_default();
     Ok(json!({"text": text, "location": documents.location(context), "cap": gateway.services.document_cap}))
 }
 
-fn document_set(gateway: &Gateway, params: MemoryTextParams) -> Result<Value, MethodError> {
+fn document_set(gateway: &Gateway, context: &str, params: MemoryTextParams) -> Result<Value, MethodError> {
     let documents = documents(gateway)?;
     let cap = gateway.services.document_cap;
     let edit = DocumentEdit { content: params.text, append: false, section: None };
@@ -184,6 +198,6 @@ fn document_set(gateway: &Gateway, params: MemoryTextParams) -> Result<Value, Me
             document.chars().count()
         )));
     }
-    documents.write(&gateway.services.memory_context, &document).map_err(MethodError::internal)?;
+    documents.write(context, &document).map_err(MethodError::internal)?;
     Ok(json!({"ok": true, "chars": document.chars().count()}))
 }

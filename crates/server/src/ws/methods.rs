@@ -7,14 +7,16 @@
 use serde_json::{Map, Value, json};
 
 use super::chat::{AbortParams, HistoryParams, RunParams};
-use super::cron::{AddJobParams, CronRequest, JobParams, UpdateJobParams};
+use super::cron::{AddJobParams, CronRequest, Housekeeping, JobParams, JobView, UpdateJobParams};
 use super::frame::{ErrorCode, MethodError};
 use super::memory::{MemoryDeleteParams, MemoryListParams, MemoryRequest, MemorySaveParams, MemoryTextParams};
 use super::params::{NoParams, ParamsError, decode};
+use super::people::{ApprovalParams, ApprovalsListParams, AuditListParams, DenyParams, PeopleRequest, UsageParams};
 use super::sessions::{SessionGetParams, SessionParams};
 use super::workers::{WorkerParams, WorkersListParams, WorkersRequest};
 use super::{Access, Connection};
 use crate::bus::{BusHealthParams, BusRequest, BusSendParams};
+use crate::people::Caller;
 
 /// The owner's main session, as OpenClaw names it.
 pub const MAIN_SESSION: &str = "agent:main:main";
@@ -109,8 +111,8 @@ methods! {
     CronUpdate = "cron.update", Write, |params: UpdateJobParams| Request::Cron(CronRequest::Update(params));
     /// `cron.run {id | jobId}`.
     CronRun = "cron.run", Write, |params: JobParams| Request::Cron(CronRequest::Run(params));
-    /// `config.get`: the configuration, secrets redacted.
-    ConfigGet = "config.get", Read, |_params: NoParams| Request::ConfigGet;
+    /// `config.get`: the configuration, secrets redacted (admins only when people are on).
+    ConfigGet = "config.get", Admin, |_params: NoParams| Request::ConfigGet;
     /// `models.list`.
     ModelsList = "models.list", Read, |_params: NoParams| Request::ModelsList;
     /// `agents.list`.
@@ -135,6 +137,20 @@ methods! {
     BusSend = "bus.send", Write, |params: BusSendParams| Request::Bus(BusRequest::Send(params));
     /// `bus.health {target}`.
     BusHealth = "bus.health", Read, |params: BusHealthParams| Request::Bus(BusRequest::Health(params));
+    /// `users.list`: the users, their roles, contexts, identities and tokens (admins).
+    UsersList = "users.list", Admin, |_params: NoParams| Request::People(PeopleRequest::UsersList);
+    /// `approvals.list {all?}`: the requests waiting for an admin.
+    ApprovalsList = "approvals.list", Admin, |params: ApprovalsListParams| Request::People(PeopleRequest::ApprovalsList(params));
+    /// `approvals.approve {id}`.
+    ApprovalsApprove = "approvals.approve", Admin, |params: ApprovalParams| Request::People(PeopleRequest::Approve(params));
+    /// `approvals.deny {id, reason?}`.
+    ApprovalsDeny = "approvals.deny", Admin, |params: DenyParams| Request::People(PeopleRequest::Deny(params));
+    /// `usage.get {since?, by?, user?}`: everyone's for admins, one's own for the rest.
+    UsageGet = "usage.get", Read, |params: UsageParams| Request::People(PeopleRequest::Usage(params));
+    /// `audit.list {user?, since?, limit?}`: the newest audit rows (admins).
+    AuditList = "audit.list", Admin, |params: AuditListParams| Request::People(PeopleRequest::AuditList(params));
+    /// `audit.verify`: checks the audit chain (admins).
+    AuditVerify = "audit.verify", Admin, |_params: NoParams| Request::People(PeopleRequest::AuditVerify);
 }
 
 /// Names advertised in `hello-ok`.
@@ -180,6 +196,8 @@ pub(crate) enum Request {
     Workers(WorkersRequest),
     /// `bus.*`.
     Bus(BusRequest),
+    /// `users.*`, `approvals.*`, `usage.get`, `audit.*`.
+    People(PeopleRequest),
 }
 
 /// Why a request was refused before its method ran.
@@ -188,9 +206,10 @@ pub(crate) enum RequestError {
     /// No method has this name.
     #[error("unknown method `{0}`")]
     UnknownMethod(String),
-    /// The connection did not ask for `operator.write`.
-    #[error("`{}` needs the operator.write scope", .0.name())]
-    MissingScope(Method),
+    /// The connection was not granted what the method needs: `operator.write`, or
+    /// `operator.admin` as an admin.
+    #[error("`{}` needs the {} scope{}", .0.name(), scope_name(*.1), if *.1 == Access::Admin { " (as an admin)" } else { "" })]
+    MissingScope(Method, Access),
     /// The params don't fit the method.
     #[error(transparent)]
     Params(#[from] ParamsError),
@@ -201,10 +220,19 @@ impl From<RequestError> for MethodError {
         match &error {
             RequestError::UnknownMethod(method) => MethodError::invalid(error.to_string())
                 .with_details(json!({"code": "UNKNOWN_METHOD", "method": method})),
-            RequestError::MissingScope(_) => MethodError::new(ErrorCode::Forbidden, error.to_string())
-                .with_details(json!({"code": "MISSING_SCOPE", "scope": "operator.write"})),
+            RequestError::MissingScope(_, needed) => MethodError::new(ErrorCode::Forbidden, error.to_string())
+                .with_details(json!({"code": "MISSING_SCOPE", "scope": scope_name(*needed)})),
             RequestError::Params(error) => MethodError::from(error.clone()),
         }
+    }
+}
+
+/// The scope that gives `access`.
+fn scope_name(access: Access) -> &'static str {
+    match access {
+        Access::Read => crate::people::READ_SCOPE,
+        Access::Write => crate::people::WRITE_SCOPE,
+        Access::Admin => crate::people::ADMIN_SCOPE,
     }
 }
 
@@ -216,16 +244,26 @@ pub(super) fn access(method: &str) -> Option<Access> {
 
 /// Reads the request `method` with `params` for a connection with `granted` access: the
 /// method must exist and be allowed, the feature it belongs to must be on (a client learns
-/// that first, whatever it sent), and its params must fit.
+/// that first, whatever it sent), and its params must fit. Without people every client is
+/// the owner and an admin method needs no more than reading, as `config.get` always did
+/// (and still does for the owner's own token, `owner`).
 pub(super) fn read(
     gateway: &crate::Gateway,
     method: &str,
     granted: Access,
+    owner: bool,
     params: Map<String, Value>,
 ) -> Result<(Method, Request), MethodError> {
     let method = Method::from_name(method).ok_or_else(|| RequestError::UnknownMethod(method.to_owned()))?;
-    if method.access() == Access::Write && granted != Access::Write {
-        return Err(RequestError::MissingScope(method).into());
+    let needed = match method.access() {
+        Access::Admin if gateway.people().is_none() => Access::Read,
+        // The owner's own token reads the configuration as it always could; people need
+        // an admin's scope.
+        Access::Admin if owner && method == Method::ConfigGet => Access::Read,
+        needed => needed,
+    };
+    if granted < needed {
+        return Err(RequestError::MissingScope(method, needed).into());
     }
     if let Some(error) = unavailable(gateway, method) {
         return Err(error);
@@ -250,6 +288,13 @@ fn unavailable(gateway: &crate::Gateway, method: Method) -> Option<MethodError> 
         Method::MemoryDocGet | Method::MemoryDocSet => super::memory::documents(gateway).err(),
         Method::WorkersList | Method::WorkersCancel => super::workers::delegation(gateway).err(),
         Method::BusSend | Method::BusHealth => crate::bus::bus(gateway).err(),
+        Method::UsersList
+        | Method::ApprovalsList
+        | Method::ApprovalsApprove
+        | Method::ApprovalsDeny
+        | Method::UsageGet
+        | Method::AuditList
+        | Method::AuditVerify => super::people::people(gateway).err(),
         Method::Health
         | Method::Status
         | Method::Agent
@@ -278,16 +323,16 @@ pub(super) async fn call(
     let result = match request {
         Request::Health => Ok(crate::health::report(&gateway).await),
         Request::Status => Ok(status(connection).await),
-        Request::Agent(params) => return super::chat::agent(connection, id, params),
-        Request::ChatSend(params) => super::chat::send(connection, params),
-        Request::ChatAbort(params) => super::chat::abort(connection, params),
+        Request::Agent(params) => return super::chat::agent(connection, id, params).await,
+        Request::ChatSend(params) => super::chat::send(connection, params).await,
+        Request::ChatAbort(params) => super::chat::abort(connection, params).await,
         Request::ChatHistory(params) => super::chat::history(connection, params).await,
         Request::SessionsList => super::sessions::list(connection).await,
         Request::SessionsGet(params) => super::sessions::get(connection, params).await,
-        Request::SessionsSubscribe(params) => super::sessions::subscribe(connection, params),
+        Request::SessionsSubscribe(params) => super::sessions::subscribe(connection, params).await,
         Request::SessionsReset(params) => super::sessions::reset(connection, params).await,
         Request::Cron(request) => match super::cron::jobs(gateway.services.jobs.as_ref(), method.name()) {
-            Ok(jobs) => super::cron::run(jobs, request).await,
+            Ok(jobs) => cron(&gateway, &connection.caller, jobs, request).await,
             Err(error) => Err(error),
         },
         Request::ConfigGet => {
@@ -307,25 +352,69 @@ pub(super) async fn call(
             let skills = gateway.services.skills.as_ref().map(|list| list()).unwrap_or_default();
             Ok(json!({"skills": skills}))
         }
-        Request::Memory(request) => super::memory::call(&gateway, request).await,
-        Request::Bus(request) => crate::bus::call(&gateway, request).await,
-        Request::Workers(request) => super::workers::call(&gateway, request),
+        Request::Memory(request) => super::memory::call(&gateway, &connection.caller, request).await,
+        Request::Bus(request) => match connection.caller.person() {
+            // The bus's `assistant` runs turns as the owner: not a door for people.
+            Some(actor) if !actor.is_admin() => {
+                Err(MethodError::new(ErrorCode::Forbidden, format!("`{}` is for admins only", method.name())))
+            }
+            _ => crate::bus::call(&gateway, request).await,
+        },
+        Request::People(request) => super::people::call(connection, request).await,
+        Request::Workers(request) => super::workers::call(&gateway, &connection.caller, request).await,
     };
     Some(result)
 }
 
+/// Runs a `cron.*` request: the owner's clients see the owner's jobs and housekeeping, a
+/// person's only the jobs of their context, changed only when their role may.
+async fn cron(
+    gateway: &crate::Gateway,
+    caller: &Caller,
+    jobs: &crate::JobServices,
+    request: CronRequest,
+) -> Result<Value, MethodError> {
+    let Some(actor) = caller.person() else { return super::cron::run(&JobView::owner(jobs), request).await };
+    if request.changes()
+        && let Some(people) = gateway.people()
+        && !people.policy(actor).schedule
+    {
+        return Err(MethodError::new(
+            ErrorCode::Forbidden,
+            format!("your role ({}) may not change scheduled jobs", actor.role),
+        ));
+    }
+    let view = JobView { services: jobs, context: &actor.context, housekeeping: Housekeeping::Hidden };
+    super::cron::run(&view, request).await
+}
+
+/// `status`. A person's shows their own memory, workers and usage (from the ledger).
 async fn status(connection: &Connection) -> Value {
     let gateway = &connection.gateway;
     let gauges = gateway.gauges();
-    let (turns, input, output) = gateway.metrics.usage_totals();
+    let person = connection.caller.person();
+    let context = person.map_or(gateway.services.memory_context.as_str(), |actor| actor.context.as_str());
     let memory = match &gateway.services.memories {
         Some(memories) => {
-            let count = memories.stats(&gateway.services.memory_context).await.map(|stats| stats.memories).unwrap_or(0);
+            let count = memories.stats(context).await.map(|stats| stats.memories).unwrap_or(0);
             json!({"mode": memories.mode().describe(), "count": count})
         }
         None => json!({"mode": "disabled", "count": 0}),
     };
-    json!({
+    let (usage, mine) = match person {
+        None => {
+            let (turns, input, output) = gateway.metrics.usage_totals();
+            (json!({"turns": turns, "inputTokens": input, "outputTokens": output}), None)
+        }
+        Some(actor) => {
+            let mine = crate::people::session_keys_in(&gateway.runner, &actor.context)
+                .await
+                .inspect_err(|error| tracing::warn!(%error, "can't list a person's sessions for status"))
+                .unwrap_or_default();
+            (own_usage(gateway, actor), Some(mine))
+        }
+    };
+    let mut status = json!({
         "runtimeVersion": env!("CARGO_PKG_VERSION"),
         "version": env!("CARGO_PKG_VERSION"),
         "uptimeMs": gauges.uptime.as_millis() as u64,
@@ -336,15 +425,40 @@ async fn status(connection: &Connection) -> Value {
             .iter()
             .map(|channel| format!("{} ({}): {}", channel.name, channel.kind, channel.state.describe()))
             .collect::<Vec<_>>(),
-        "usage": {"turns": turns, "inputTokens": input, "outputTokens": output},
+        "usage": usage,
         "sessionsOpen": gauges.open_sessions,
-        "workers": super::workers::summary(gateway),
+        "workers": super::workers::summary(gateway, mine.as_ref()),
         "activeRuns": gauges.active_runs,
         "wsConnections": gauges.ws_connections,
         "memory": memory,
         "heartbeat": {"defaultAgentId": "main", "agents": []},
         "sessions": {"count": gauges.open_sessions, "defaults": {"model": gateway.runner.agent().settings().model}},
-    })
+    });
+    if let Some(actor) = person {
+        status["user"] = person_json(actor);
+    }
+    status
+}
+
+/// A person as `hello-ok` and `status` show them.
+pub(super) fn person_json(actor: &squidbot_types::people::Actor) -> Value {
+    json!({"id": actor.user, "name": actor.name, "role": actor.role, "context": actor.context})
+}
+
+/// A person's own model calls and tokens, from the usage ledger.
+fn own_usage(gateway: &crate::Gateway, actor: &squidbot_types::people::Actor) -> Value {
+    let (Some(people), Some(user)) = (gateway.people(), actor.user.as_ref()) else { return json!({}) };
+    let subject = squidbot_core::people::UsageSubject::User(user.clone());
+    match people.stores().usage.totals(&subject, 0) {
+        Ok(totals) => json!({
+            "modelCalls": totals.calls, "inputTokens": totals.input_tokens, "outputTokens": totals.output_tokens,
+            "cost": totals.cost,
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "can't read a person's usage for status");
+            json!({})
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use squidbot_core::session::Session;
 use squidbot_types::session::SessionEntry;
 
 use super::Connection;
-use super::frame::MethodError;
+use super::frame::{ErrorCode, MethodError};
 use super::methods::MAIN_SESSION;
+use crate::people::{Caller, ClaimError, Ownership};
 
 /// Longest session key a client may name.
 const MAX_SESSION_KEY_CHARS: usize = 256;
@@ -50,10 +51,56 @@ pub(super) fn session_key(session_key: Option<&str>, agent_id: Option<&str>) -> 
     Ok(MAIN_SESSION.to_owned())
 }
 
+/// The session a request of `caller` names: as [`session_key`], except that a person's
+/// default is their own main session.
+pub(super) fn session_key_for(
+    caller: &Caller,
+    session_key: Option<&str>,
+    agent_id: Option<&str>,
+) -> Result<String, MethodError> {
+    let key = self::session_key(session_key, agent_id)?;
+    let named = session_key.is_some_and(|key| !key.trim().is_empty());
+    match caller.person() {
+        Some(actor) if !named => Ok(crate::people::main_session(actor)),
+        _ => Ok(key),
+    }
+}
+
 impl SessionParams {
-    /// The session named.
-    pub(super) fn key(&self) -> Result<String, MethodError> {
-        session_key(self.session_key.as_deref(), self.agent_id.as_deref())
+    /// The session named, for `caller`.
+    pub(super) fn key(&self, caller: &Caller) -> Result<String, MethodError> {
+        session_key_for(caller, self.session_key.as_deref(), self.agent_id.as_deref())
+    }
+}
+
+/// What a person is told about a session that is not theirs, the same whether it exists
+/// or not, so nobody learns another's session keys by asking.
+pub(super) fn not_yours(key: &str) -> MethodError {
+    MethodError::new(ErrorCode::NotFound, format!("no session {key:?} of yours"))
+        .with_details(json!({"code": "NOT_FOUND"}))
+}
+
+/// Whose session `key` is for the connection: the owner's clients may use every session,
+/// as always (answered [`Ownership::Mine`]); a person only their own, or a new one under
+/// their own names, and anything else is refused as [`not_yours`].
+pub(super) async fn ownership(connection: &Connection, key: &str) -> Result<Ownership, MethodError> {
+    let Some(actor) = connection.caller.person() else { return Ok(Ownership::Mine) };
+    match crate::people::ownership(&connection.gateway.runner, actor, key).await.map_err(MethodError::internal)? {
+        Ownership::Theirs => Err(not_yours(key)),
+        owned @ (Ownership::Mine | Ownership::Fresh) => Ok(owned),
+    }
+}
+
+/// Opens `key` for a person's turn or reset: a new session is made in their context. The
+/// owner's sessions open as they always did, on first use.
+pub(super) async fn claim(connection: &Connection, key: &str) -> Result<(), MethodError> {
+    let Some(actor) = connection.caller.person() else { return Ok(()) };
+    ownership(connection, key).await?;
+    match crate::people::claim(&connection.gateway.runner, actor, key).await {
+        Ok(()) => Ok(()),
+        Err(ClaimError::Theirs(_)) => Err(not_yours(key)),
+        Err(error @ ClaimError::Busy(_)) => Err(MethodError::new(ErrorCode::Conflict, error.to_string())),
+        Err(error @ ClaimError::Agent(_)) => Err(MethodError::internal(error)),
     }
 }
 
@@ -101,11 +148,13 @@ pub(super) async fn entries(connection: &Connection, key: &str) -> Result<Option
     Ok(Some((entries, leaf, active)))
 }
 
-/// `sessions.list`.
+/// `sessions.list`: every session for the owner's clients, a person's own for theirs.
 pub(super) async fn list(connection: &Connection) -> Result<Value, MethodError> {
     let summaries = connection.gateway.runner.agent().store().list_boxed().await.map_err(MethodError::internal)?;
+    let context = connection.caller.person().map(|actor| actor.context.as_str());
     let sessions: Vec<Value> = summaries
         .into_iter()
+        .filter(|summary| context.is_none_or(|context| summary.context == context))
         .map(|summary| {
             json!({
                 "key": summary.key, "title": summary.preview, "context": summary.context,
@@ -121,9 +170,13 @@ pub(super) async fn list(connection: &Connection) -> Result<Value, MethodError> 
 pub(super) async fn get(connection: &Connection, params: SessionGetParams) -> Result<Value, MethodError> {
     let key = match params.key {
         Some(key) if !key.trim().is_empty() => key,
-        _ => session_key(params.session_key.as_deref(), params.agent_id.as_deref())?,
+        _ => session_key_for(&connection.caller, params.session_key.as_deref(), params.agent_id.as_deref())?,
     };
+    ownership(connection, &key).await?;
     let Some((entries, leaf, active)) = entries(connection, &key).await? else {
+        if connection.caller.person().is_some() {
+            return Err(not_yours(&key));
+        }
         return Err(MethodError::invalid(format!("no session {key:?}")).with_details(json!({"code": "NOT_FOUND"})));
     };
     let entries: Vec<Value> = entries
@@ -139,16 +192,20 @@ pub(super) async fn get(connection: &Connection, params: SessionGetParams) -> Re
     Ok(json!({"key": key, "leaf": leaf, "activePath": active, "entries": entries}))
 }
 
-/// `sessions.subscribe`: the connection receives the session's events from now on.
-pub(super) fn subscribe(connection: &Connection, params: SessionParams) -> Result<Value, MethodError> {
-    let key = params.key()?;
+/// `sessions.subscribe`: the connection receives the session's events from now on (a
+/// person's only of their own sessions: a key watched now would show a session someone
+/// else starts under it later).
+pub(super) async fn subscribe(connection: &Connection, params: SessionParams) -> Result<Value, MethodError> {
+    let key = params.key(&connection.caller)?;
+    ownership(connection, &key).await?;
     connection.watch(&key);
     Ok(json!({"ok": true, "sessionKey": key}))
 }
 
 /// `sessions.reset`.
 pub(super) async fn reset(connection: &Connection, params: SessionParams) -> Result<Value, MethodError> {
-    let key = params.key()?;
+    let key = params.key(&connection.caller)?;
+    claim(connection, &key).await?;
     connection.gateway.runner.reset(&key).await.map_err(MethodError::internal)?;
     Ok(json!({"ok": true, "key": key}))
 }

@@ -447,3 +447,43 @@ async fn abandoned_requests_are_settled_and_their_people_told() {
     assert_eq!(told[0].0, "telegram:bob");
     assert!(told[0].1.contains("restarted while your request ABC234"));
 }
+
+#[tokio::test]
+async fn secrets_in_audited_arguments_are_redacted() {
+    let fixture = fixture(PeopleSettings::default());
+    let stores = fixture.people.stores().clone();
+    let clock = Arc::new(FixedClock(SystemTime::UNIX_EPOCH + Duration::from_millis(NOW_MS)));
+    let people = People::new(PeopleSettings::default(), stores, clock)
+        .with_leak_scanner(crate::leaks::LeakScanner::new(["hunter2-very-secret-value".to_owned()]));
+    let ann = fixture.actor("ann");
+    people.audit(
+        AuditKind::ToolCall,
+        &ann,
+        "exec",
+        true,
+        serde_json::json!({"arguments": {"command": "curl -H 'Authorization: hunter2-very-secret-value' x"}}),
+    );
+    let (rows, _) = fixture.audit.snapshot();
+    let detail = &rows.last().unwrap().event.detail;
+    assert!(!detail.contains("hunter2-very-secret-value"), "{detail}");
+    assert!(detail.contains("[REDACTED"), "{detail}");
+    assert_eq!(verify_log(KEY, fixture.audit.as_ref()), Ok(1));
+}
+
+#[tokio::test]
+async fn a_model_outside_the_roles_list_is_refused() {
+    let mut roles = std::collections::BTreeMap::new();
+    roles.insert(USER.to_owned(), UserRoleConfig { models: Some(vec!["local/*".into()]), ..Default::default() });
+    let fixture = fixture(PeopleSettings::new(&roles, &ApprovalsConfig::default(), &Default::default()));
+    let (agent, provider) = fixture.agent(vec![text("never")]);
+    let outcome = fixture.turn(&agent, "telegram:bob", &fixture.actor("bob"), &SilentEvents).await;
+    assert_eq!(outcome.status, TurnStatus::Refused);
+    assert_eq!(
+        outcome.reply,
+        "Sorry, the model `fake/model` is not one your role (user) may use; ask an admin to allow it."
+    );
+    assert!(provider.requests().is_empty(), "the model was never asked");
+    // The admin's role has no list: every model.
+    let (agent, _) = fixture.agent(vec![text("fine")]);
+    assert_eq!(fixture.turn(&agent, "cli:local", &fixture.actor("ann"), &SilentEvents).await.reply, "fine");
+}

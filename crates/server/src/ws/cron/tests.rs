@@ -9,7 +9,7 @@ use squidbot_core::BoxFuture;
 use squidbot_core::jobs::{Job, JobKind, JobRequest, JobStatus, JobStore, JobStoreError, RunRecord, new_user_job};
 use squidbot_core::scheduler::{JobControl, RunNowError};
 
-use super::call;
+use super::{Housekeeping, JobView, call, run};
 use crate::JobServices;
 use crate::ws::frame::{ErrorCode, MethodError};
 
@@ -215,6 +215,15 @@ impl Fixture {
     async fn call(&self, method: &str, params: Value) -> Result<Value, MethodError> {
         let Value::Object(params) = params else { panic!("params must be an object") };
         call(Some(&self.services), method, &params).await
+    }
+
+    /// Calls `method` as a person whose context is `context` sees the jobs.
+    async fn call_as(&self, context: &str, method: &str, params: Value) -> Result<Value, MethodError> {
+        let Value::Object(params) = params else { panic!("params must be an object") };
+        let method = crate::ws::methods::Method::from_name(method).unwrap();
+        let crate::ws::methods::Request::Cron(request) = method.parse(params).unwrap() else { panic!("not cron") };
+        let view = JobView { services: &self.services, context, housekeeping: Housekeeping::Hidden };
+        run(&view, request).await
     }
 
     fn wakes(&self) -> usize {
@@ -536,4 +545,41 @@ fn reading_cron_methods_need_read_access_and_changing_ones_write_access() {
     for name in ["cron.add", "cron.remove", "cron.pause", "cron.resume", "cron.update", "cron.run"] {
         assert_eq!(access(name), Some(Access::Write), "{name}");
     }
+}
+
+#[tokio::test]
+async fn a_person_sees_and_changes_only_the_jobs_of_their_context_and_adds_theirs_there() {
+    let fixture = Fixture::new();
+    let owners = fixture.stored("report", JobKind::User, OWNER, "daily 09:00");
+    let housekeeping = fixture.stored("vacuum", JobKind::System, SYSTEM, "weekly sun 03:00");
+    let carols = fixture.stored("carols", JobKind::User, "user:carol", "daily 10:00");
+    let bobs = fixture.stored("bobs", JobKind::User, "user:bob", "daily 11:00");
+
+    let listing = fixture.call_as("user:bob", "cron.list", json!({})).await.unwrap();
+    assert_eq!(ids(&listing), [bobs.as_str()]);
+    let status = fixture.call_as("user:bob", "cron.status", json!({})).await.unwrap();
+    assert_eq!(status["jobs"], 1);
+    // Hostile: bob names the owner's, carol's and squidbot's own jobs.
+    for id in [&owners, &carols, &housekeeping] {
+        for method in ["cron.get", "cron.pause", "cron.remove", "cron.run"] {
+            let error = refused(fixture.call_as("user:bob", method, json!({"id": id})).await, ErrorCode::NotFound);
+            assert!(error.message.contains(id.as_str()), "{method} {id}: {error:?}");
+        }
+    }
+    assert!(fixture.store.snapshot().iter().all(|job| job.status == JobStatus::Active));
+    assert!(fixture.control.runs.lock().unwrap().is_empty());
+
+    let added = fixture
+        .call_as(
+            "user:bob",
+            "cron.add",
+            json!({"name": "water", "schedule": "daily 08:00", "message": "water the plants"}),
+        )
+        .await
+        .unwrap();
+    let id = added["job"]["id"].as_str().unwrap();
+    assert_eq!(fixture.store.job(id).owner_context, "user:bob");
+    // The owner's clients don't see it: it is bob's.
+    let owners_listing = fixture.call("cron.list", json!({})).await.unwrap();
+    assert!(!ids(&owners_listing).contains(&id), "{owners_listing}");
 }

@@ -77,6 +77,13 @@ fn the_advertised_method_list_keeps_its_order() {
             "workers.cancel",
             "bus.send",
             "bus.health",
+            "users.list",
+            "approvals.list",
+            "approvals.approve",
+            "approvals.deny",
+            "usage.get",
+            "audit.list",
+            "audit.verify",
         ]
     );
 }
@@ -91,7 +98,7 @@ async fn hello_ok_advertises_exactly_the_methods_of_the_table() {
 }
 
 #[test]
-fn reading_methods_need_read_access_and_changing_ones_write_access() {
+fn reading_methods_need_read_access_changing_ones_write_access_and_the_people_methods_an_admin() {
     let write: Vec<&str> =
         Method::ALL.iter().filter(|method| method.access() == Access::Write).map(|method| method.name()).collect();
     assert_eq!(
@@ -114,17 +121,43 @@ fn reading_methods_need_read_access_and_changing_ones_write_access() {
             "bus.send",
         ]
     );
+    let admin: Vec<&str> =
+        Method::ALL.iter().filter(|method| method.access() == Access::Admin).map(|method| method.name()).collect();
+    assert_eq!(
+        admin,
+        [
+            "config.get",
+            "users.list",
+            "approvals.list",
+            "approvals.approve",
+            "approvals.deny",
+            "audit.list",
+            "audit.verify"
+        ]
+    );
+}
+
+/// Without people every client is the owner: `config.get` needs no more than reading, as
+/// it always did, and the people's methods say they are off.
+#[tokio::test]
+async fn without_people_config_get_needs_reading_only_and_the_people_methods_are_unavailable() {
+    let gateway = gateway(Auth::None);
+    assert!(read(&gateway, "config.get", Access::Read, true, Map::new()).is_ok());
+    for method in ["users.list", "approvals.list", "approvals.approve", "usage.get", "audit.list", "audit.verify"] {
+        let error = read(&gateway, method, Access::Read, true, object(json!({"id": "X"}))).unwrap_err();
+        assert_eq!(error.code, ErrorCode::Unavailable, "{method}: {error:?}");
+    }
 }
 
 #[tokio::test]
 async fn requests_are_refused_unknown_then_by_scope_then_feature_then_params() {
     let gateway = gateway(Auth::None);
-    let error = read(&gateway, "no.such.method", Access::Write, Map::new()).unwrap_err();
+    let error = read(&gateway, "no.such.method", Access::Write, true, Map::new()).unwrap_err();
     assert_eq!((error.code, error.message.as_str()), (ErrorCode::InvalidRequest, "unknown method `no.such.method`"));
     assert_eq!(error.details, Some(json!({"code": "UNKNOWN_METHOD", "method": "no.such.method"})));
 
     let garbage = object(json!({"content": 5, "id": "x", "target": [], "text": {}}));
-    let error = read(&gateway, "memory.save", Access::Read, garbage.clone()).unwrap_err();
+    let error = read(&gateway, "memory.save", Access::Read, true, garbage.clone()).unwrap_err();
     assert_eq!(
         (error.code, error.message.as_str()),
         (ErrorCode::Forbidden, "`memory.save` needs the operator.write scope")
@@ -141,17 +174,17 @@ async fn requests_are_refused_unknown_then_by_scope_then_feature_then_params() {
         ("cron.get", Some("SCHEDULER_UNAVAILABLE")),
         ("cron.update", Some("SCHEDULER_UNAVAILABLE")),
     ] {
-        let error = read(&gateway, method, Access::Write, garbage.clone()).unwrap_err();
+        let error = read(&gateway, method, Access::Write, true, garbage.clone()).unwrap_err();
         assert_eq!(error.code, ErrorCode::Unavailable, "{method}: {error:?}");
         assert_eq!(error.details.as_ref().map(|details| &details["code"]), code.map(Value::from).as_ref(), "{method}");
     }
 
-    let error = read(&gateway, "chat.history", Access::Read, object(json!({"limit": "ten"}))).unwrap_err();
+    let error = read(&gateway, "chat.history", Access::Read, true, object(json!({"limit": "ten"}))).unwrap_err();
     assert_eq!(
         (error.code, error.message.as_str(), error.details),
         (ErrorCode::InvalidRequest, "`limit` must be a non-negative integer", None)
     );
-    assert!(read(&gateway, "chat.history", Access::Read, object(json!({"limit": 5}))).is_ok());
+    assert!(read(&gateway, "chat.history", Access::Read, true, object(json!({"limit": 5}))).is_ok());
 }
 
 #[test]
@@ -199,6 +232,14 @@ fn bad_params_of_every_family_are_refused_naming_the_field() {
         ("bus.send", json!({"target": "a", "priority": 3}), "`priority` must be a string"),
         ("bus.send", json!({"target": "a", "correlationId": {}}), "`correlationId` must be a string"),
         ("bus.health", json!({}), "`target` is required and must be a non-empty string"),
+        // users.*, approvals.*, usage.get, audit.*
+        ("approvals.list", json!({"all": "yes"}), "`all` must be a boolean"),
+        ("approvals.approve", json!({}), "`id` is required and must be a non-empty string"),
+        ("approvals.deny", json!({"id": "X", "reason": 5}), "`reason` must be a string"),
+        ("usage.get", json!({"since": 7}), "`since` must be a string"),
+        ("usage.get", json!({"by": ["day"]}), "`by` must be a string"),
+        ("audit.list", json!({"limit": "ten"}), "`limit` must be a non-negative integer"),
+        ("audit.list", json!({"user": {}}), "`user` must be a string"),
     ];
     for (method, params, message) in cases {
         let error = parsed(method, params.clone()).unwrap_err();
@@ -257,6 +298,11 @@ fn no_value_in_any_field_of_any_method_panics() {
         "priority",
         "from",
         "correlationId",
+        "all",
+        "reason",
+        "since",
+        "by",
+        "user",
     ];
     let values = [
         json!(null),
