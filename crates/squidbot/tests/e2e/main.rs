@@ -28,4 +28,5 @@ mod slack;
 mod telegram;
 mod web;
 mod web_ui;
+mod web_ui_people;
 mod webhook;
