@@ -26,7 +26,7 @@ use crate::store::{Durability, DynSessionStore, StoreError};
 use crate::tool::{SharedFile, ToolRegistry};
 #[cfg(test)] // the loop's tests write their tools against these
 use crate::tool::{ToolContext, ToolError};
-use crate::workspace::{ContextWorkspace, ContextWorkspaces, WorkspaceFiles};
+use crate::workspace::{ContextWorkspace, ContextWorkspaces, PromptFiles, WorkspaceFiles};
 use crate::{ids, text};
 
 mod budget;
@@ -319,22 +319,28 @@ impl Agent {
 
     /// The system prompt as it would be sent now.
     pub fn system_prompt(&self, first_run: bool, sections: &[PromptSection]) -> context::SystemPrompt {
-        self.system_prompt_from(self.workspace.as_ref(), first_run, sections)
+        self.system_prompt_from(&PromptFiles::of_workspace(self.workspace.as_ref()), None, first_run, sections)
     }
 
+    /// The system prompt from `workspace`'s files; `directory` is the workspace the
+    /// prompt names when it is not the agent's own (a person's or a group's).
     fn system_prompt_from(
         &self,
         workspace: &dyn WorkspaceFiles,
+        directory: Option<&std::path::Path>,
         first_run: bool,
         sections: &[PromptSection],
     ) -> context::SystemPrompt {
         let mut runtime = self.settings.runtime.clone();
         runtime.model = self.settings.model.clone();
+        if let Some(directory) = directory {
+            runtime.workspace = directory.display().to_string();
+        }
         context::assemble_for(&self.profile, workspace, &runtime, first_run, sections)
     }
 
     /// Gives user and group contexts workspaces of their own (the owner's stays the
-    /// agent's workspace).
+    /// agent's workspace), and their prompts the `USER.md` or `GROUP.md` kept beside it.
     pub fn with_context_workspaces(mut self, workspaces: Arc<dyn ContextWorkspaces>) -> Self {
         self.context_workspaces = Some(workspaces);
         self
@@ -351,6 +357,7 @@ impl Agent {
         Ok(own.unwrap_or_else(|| ContextWorkspace {
             path: self.settings.workspace.clone(),
             files: self.workspace.clone(),
+            profile: None,
         }))
     }
 

@@ -2,9 +2,11 @@
 //! bootstrap files, with per-file and total size caps.
 
 use crate::text::truncate_middle;
-use crate::workspace::WorkspaceFiles;
+use crate::workspace::{GROUP_FILE, USER_FILE, WorkspaceFiles};
 
-/// Bootstrap files of the main agent, in the order they appear in the prompt.
+/// Bootstrap files of the main agent, in the order they appear in the prompt. A group
+/// chat's `GROUP.md` follows `USER.md` in every list that has `USER.md` (see
+/// [`bootstrap_names`]).
 pub const BOOTSTRAP_FILES: [&str; 7] =
     ["SOUL.md", "IDENTITY.md", "AGENTS.md", "USER.md", "TOOLS.md", "ENVIRONMENT.md", "MEMORY.md"];
 
@@ -207,6 +209,21 @@ pub fn cap_file(name: &str, content: &str, cap: usize) -> String {
     })
 }
 
+/// The files a bootstrap list reads, in order: the list, with `GROUP.md` right after
+/// `USER.md` unless the list names it itself. Only a group chat's context has a
+/// `GROUP.md` to read (see [`crate::workspace::PromptFiles`]).
+pub fn bootstrap_names(bootstrap: &[String]) -> Vec<&str> {
+    let names_group = bootstrap.iter().any(|name| name == GROUP_FILE);
+    let mut names = Vec::with_capacity(bootstrap.len() + 1);
+    for name in bootstrap {
+        names.push(name.as_str());
+        if name == USER_FILE && !names_group {
+            names.push(GROUP_FILE);
+        }
+    }
+    names
+}
+
 /// Builds the assistant's system prompt. Stable parts come first so provider prompt
 /// caches hit: base instructions, then the bootstrap files, then the runtime line.
 pub fn assemble(
@@ -231,7 +248,7 @@ pub fn assemble_for(
     let mut text = fill(profile.base.load(workspace).trim_end(), runtime, profile);
     let mut files = Vec::new();
     let mut budget = TOTAL_CAP;
-    let names = profile.bootstrap.iter().map(String::as_str).chain(first_run.then_some(FIRST_RUN_FILE));
+    let names = bootstrap_names(&profile.bootstrap).into_iter().chain(first_run.then_some(FIRST_RUN_FILE));
     for name in names {
         let Some(content) = workspace.read(name) else { continue };
         let content = content.trim();
@@ -295,6 +312,24 @@ mod tests {
         let soul = prompt.text.find("# SOUL.md").unwrap();
         let user = prompt.text.find("# USER.md").unwrap();
         assert!(soul < user);
+    }
+
+    #[test]
+    fn group_md_follows_user_md_capped_like_the_others() {
+        let workspace = MemoryWorkspace::new()
+            .with("TOOLS.md", "tools")
+            .with("GROUP.md", &"g".repeat(PER_FILE_CAP + 5_000))
+            .with("USER.md", "user facts");
+        let prompt = assemble(&workspace, &runtime(), false, &[]);
+        let names: Vec<_> = prompt.files.iter().map(|file| file.name.as_str()).collect();
+        assert_eq!(names, ["USER.md", "GROUP.md", "TOOLS.md"]);
+        assert!(prompt.files[1].included_chars <= PER_FILE_CAP);
+        assert!(prompt.text.contains("characters of GROUP.md omitted"));
+        let sub_agent = PromptProfile::sub_agent("worker");
+        assert!(
+            bootstrap_names(&sub_agent.bootstrap).iter().all(|name| *name != "GROUP.md"),
+            "no USER.md, no GROUP.md"
+        );
     }
 
     #[test]

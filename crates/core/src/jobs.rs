@@ -16,7 +16,7 @@ mod last_active;
 mod runner;
 mod user_jobs;
 
-pub use heartbeat_sync::{HeartbeatSettings, HeartbeatSync, HeartbeatSyncError};
+pub use heartbeat_sync::{ContextHeartbeatSyncs, HeartbeatSettings, HeartbeatSync, HeartbeatSyncError};
 pub use last_active::{LastActive, LastActiveError, LastActiveStore, LastActiveTracker};
 pub use runner::{Delivery, Destination, GATEWAY_CHANNEL, JobConsole, JobRunner, ManualRunError, channel_of};
 pub use user_jobs::{JobRequest, JobRequestError, job_row, job_time, job_zone, new_user_job, resumed_next_run};

@@ -1,5 +1,7 @@
 //! The `WorkspaceFiles` port: read access to bootstrap files and prompt overrides,
-//! without core knowing where or how they are stored.
+//! without core knowing where or how they are stored; each context's workspace and the
+//! files it keeps beside it (`ContextWorkspaces`, `PromptFiles`); watched files
+//! (HEARTBEAT.md) and the people's and groups' HEARTBEAT.md files.
 
 /// Read-only access to the agent's workspace documents.
 pub trait WorkspaceFiles: Send + Sync {
@@ -33,6 +35,59 @@ impl WorkspaceFiles for MemoryWorkspace {
     }
 }
 
+/// The prompt file about the person a context belongs to.
+pub const USER_FILE: &str = "USER.md";
+
+/// The prompt file about the group a group chat's context belongs to.
+pub const GROUP_FILE: &str = "GROUP.md";
+
+/// Whom a context with a directory of its own belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContextKind {
+    /// A person (`user:<id>`): their `USER.md` goes into the prompt.
+    Person,
+    /// A group chat (`group:<id>`): its `GROUP.md` goes into the prompt.
+    Group,
+}
+
+impl ContextKind {
+    /// The kind of `context` (`user:…` or `group:…`); `None` for the owner and any other.
+    pub fn of(context: &str) -> Option<Self> {
+        if context.starts_with("user:") {
+            Some(ContextKind::Person)
+        } else if context.starts_with("group:") {
+            Some(ContextKind::Group)
+        } else {
+            None
+        }
+    }
+
+    /// The prompt file about whom the context belongs to: [`USER_FILE`] or [`GROUP_FILE`].
+    pub fn profile_file(self) -> &'static str {
+        match self {
+            ContextKind::Person => USER_FILE,
+            ContextKind::Group => GROUP_FILE,
+        }
+    }
+}
+
+/// The files a person's or group's context keeps beside its workspace, out of its file
+/// tools' reach: who the context belongs to (`USER.md` or `GROUP.md`), which only an
+/// admin changes.
+#[derive(Clone)]
+pub struct ContextProfile {
+    /// A person's or a group's.
+    pub kind: ContextKind,
+    /// The context's directory (`users/<id>/`, `groups/<id>/`), read by file name.
+    pub files: std::sync::Arc<dyn WorkspaceFiles>,
+}
+
+impl std::fmt::Debug for ContextProfile {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ContextProfile").field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
 /// One context's workspace: where its tools resolve relative paths and the files its
 /// prompt is read from.
 #[derive(Clone)]
@@ -41,11 +96,57 @@ pub struct ContextWorkspace {
     pub path: std::path::PathBuf,
     /// Its prompt files.
     pub files: std::sync::Arc<dyn WorkspaceFiles>,
+    /// The person's or group's own files beside the workspace; `None`: the context keeps
+    /// its `USER.md` in its workspace (the owner).
+    pub profile: Option<ContextProfile>,
+}
+
+impl ContextWorkspace {
+    /// The files its prompt is read from: the workspace's, except `USER.md` and
+    /// `GROUP.md`, which come from the context's profile (see [`PromptFiles`]).
+    pub fn prompt_files(&self) -> PromptFiles<'_> {
+        PromptFiles { workspace: self.files.as_ref(), profile: self.profile.as_ref() }
+    }
 }
 
 impl std::fmt::Debug for ContextWorkspace {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("ContextWorkspace").field("path", &self.path).finish_non_exhaustive()
+        formatter
+            .debug_struct("ContextWorkspace")
+            .field("path", &self.path)
+            .field("profile", &self.profile)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A context's prompt files: everything from its workspace but who it belongs to. A
+/// person's `USER.md` comes from their profile (never from a workspace, so never the
+/// owner's), a group's `GROUP.md` from its profile; a group has no `USER.md`, and only a
+/// group has a `GROUP.md`. Without a profile (the owner) `USER.md` is the workspace's.
+#[derive(Clone, Copy)]
+pub struct PromptFiles<'a> {
+    workspace: &'a dyn WorkspaceFiles,
+    profile: Option<&'a ContextProfile>,
+}
+
+impl<'a> PromptFiles<'a> {
+    /// The prompt files of a context that keeps everything in `workspace` (the owner).
+    pub fn of_workspace(workspace: &'a dyn WorkspaceFiles) -> Self {
+        Self { workspace, profile: None }
+    }
+}
+
+impl WorkspaceFiles for PromptFiles<'_> {
+    fn read(&self, name: &str) -> Option<String> {
+        if name != USER_FILE && name != GROUP_FILE {
+            return self.workspace.read(name);
+        }
+        match self.profile {
+            Some(profile) if profile.kind.profile_file() == name => profile.files.read(name),
+            Some(_) => None,
+            None if name == USER_FILE => self.workspace.read(name),
+            None => None,
+        }
     }
 }
 
@@ -95,6 +196,17 @@ pub enum WatchedFileError {
         /// Why.
         reason: String,
     },
+}
+
+/// The HEARTBEAT.md files of the people's and groups' contexts (`users/<id>/`,
+/// `groups/<id>/`), each watched like the owner's.
+pub trait ContextHeartbeatFiles: Send + Sync {
+    /// The contexts whose directory holds a HEARTBEAT.md now (never the owner).
+    fn contexts(&self) -> Result<Vec<String>, WatchedFileError>;
+    /// The HEARTBEAT.md of `context`, which need not exist; `None` for a context that
+    /// keeps none there (the owner, whose file is in the main workspace; an id that
+    /// can't be a directory name).
+    fn file(&self, context: &str) -> Option<std::sync::Arc<dyn WatchedFile>>;
 }
 
 /// One file of the workspace that the domain looks at again and again (HEARTBEAT.md):

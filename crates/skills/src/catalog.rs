@@ -1,6 +1,7 @@
 //! Discovery of skills across their sources (bundled < extra dirs < user < group <
-//! workspace, a later one replacing an earlier one by name), with a cache keyed by the
-//! modification times of the source directories and of every `SKILL.md`.
+//! person < workspace, a later one replacing an earlier one by name; the group's, the
+//! person's and the workspace's being those of the conversation's context), with a cache
+//! keyed by the modification times of the source directories and of every `SKILL.md`.
 //!
 //! When nothing changed, a discovery costs one `stat` per source directory and one per
 //! skill, and hands out the previous result itself; a skill written while running is seen
@@ -24,6 +25,7 @@ use crate::problem::{ProblemKind, SkillProblem};
 use snapshot::{Found, Input, Snapshot, Stamp};
 use squidbot_core::freshness::is_racy;
 use squidbot_core::sync::lock;
+use squidbot_core::workspace::ContextKind;
 use squidbot_types::skill::{SkillMissing, SkillRequirements, SkillSummary};
 
 /// Where a skill came from; later variants take precedence over earlier ones.
@@ -36,8 +38,10 @@ pub enum SkillSource {
     Extra,
     /// The user's own skills (`$SQUIDBOT_HOME/skills`), where installs go.
     User,
-    /// The skills of the group a conversation happens in.
+    /// The skills of the group a conversation happens in (`groups/<id>/skills`).
     Group,
+    /// The skills of the person a conversation is with (`users/<id>/skills`).
+    Person,
     /// `<workspace>/skills`, where the agent writes skills itself.
     Workspace,
 }
@@ -50,12 +54,14 @@ impl SkillSource {
             SkillSource::Extra => "extra",
             SkillSource::User => "user",
             SkillSource::Group => "group",
+            SkillSource::Person => "person",
             SkillSource::Workspace => "workspace",
         }
     }
 }
 
-/// The directories skills are discovered in, apart from the per-call group directory.
+/// The directories skills are discovered in, apart from those of a conversation's
+/// context ([`ContextSkills`]).
 #[derive(Debug, Clone, Default)]
 pub struct SkillRoots {
     /// Where the bundled skills are written out for the file tools; `None` leaves
@@ -67,6 +73,35 @@ pub struct SkillRoots {
     pub user: Option<PathBuf>,
     /// `<workspace>/skills`.
     pub workspace: Option<PathBuf>,
+}
+
+/// The skill directories of one conversation's context, beside the catalog's roots;
+/// the default is none (the owner's conversations, listings).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ContextSkills {
+    /// A group chat's own skills, above the user's (installed) ones.
+    pub group: Option<PathBuf>,
+    /// A person's own skills, above the group's.
+    pub person: Option<PathBuf>,
+    /// The context's own workspace skills, in place of the catalog's `workspace` root.
+    pub workspace: Option<PathBuf>,
+}
+
+impl ContextSkills {
+    /// A group chat's: `group` between the user's skills and the workspace's.
+    pub fn group(group: &Path) -> Self {
+        Self { group: Some(group.to_path_buf()), ..Self::default() }
+    }
+
+    /// A person's or a group's context (`kind`): `own` as their skills, `workspace` as
+    /// the skills of their workspace.
+    pub fn of(kind: ContextKind, own: PathBuf, workspace: PathBuf) -> Self {
+        let (group, person) = match kind {
+            ContextKind::Group => (Some(own), None),
+            ContextKind::Person => (None, Some(own)),
+        };
+        Self { group, person, workspace: Some(workspace) }
+    }
 }
 
 /// One discovered skill.
@@ -196,12 +231,13 @@ pub struct SkillCatalog {
     host: Arc<dyn Host>,
     cache: Mutex<Cache>,
     flights: Flights,
-    /// The latest discovery of each group, handed out again while it holds. Apart from
-    /// the cache so checking it never waits for a discovery running meanwhile.
+    /// The latest discovery of each context's directories, handed out again while it
+    /// holds. Apart from the cache so checking it never waits for a discovery running
+    /// meanwhile.
     latest: Mutex<HashMap<FlightKey, Arc<Snapshot>>>,
 }
 
-/// Most groups whose latest discovery is kept; the one checked longest ago goes first.
+/// Most contexts whose latest discovery is kept; the one checked longest ago goes first.
 const MAX_SNAPSHOTS: usize = 64;
 
 /// Shares discoveries between concurrent calls: a thousand turns starting together would
@@ -214,18 +250,18 @@ struct Flights {
     landed: Condvar,
 }
 
-/// Discoveries are told apart by their group directory (`None`: no group).
-type FlightKey = Option<PathBuf>;
+/// Discoveries are told apart by their context's directories.
+type FlightKey = ContextSkills;
 
 #[derive(Default)]
 struct FlightState {
     /// Discoveries started so far; each takes the next number.
     started: u64,
-    /// The groups with a discovery running.
+    /// The contexts with a discovery running.
     running: Vec<FlightKey>,
     /// Calls waiting for a discovery to land.
     waiting: usize,
-    /// The latest result of each group with the number of its discovery, kept for the
+    /// The latest result of each context with the number of its discovery, kept for the
     /// calls waiting on it.
     landed: Vec<(FlightKey, u64, Arc<Discovery>)>,
 }
@@ -271,38 +307,43 @@ impl SkillCatalog {
         self
     }
 
-    /// The directories searched, lowest precedence first (without a group directory).
+    /// The directories searched, lowest precedence first (without a context's).
     pub fn roots(&self) -> &SkillRoots {
         &self.roots
     }
 
-    /// Discovers the skills of a context without a group.
+    /// Discovers the skills of a context without directories of its own.
     pub fn discover(&self) -> Discovery {
-        self.shared(None).into_discovery()
+        self.shared(&ContextSkills::default()).into_discovery()
     }
 
     /// Discovers the skills of a group's context: `group` (which may not exist) sits
     /// between the user's skills and the workspace's.
     pub fn discover_with_group(&self, group: &Path) -> Discovery {
-        self.shared(Some(group)).into_discovery()
+        self.discover_in(&ContextSkills::group(group))
     }
 
-    /// Discovers the skills of a context in its `group` (`None`: not a group's) without
-    /// copying the result: while nothing changed every call gets the same one.
-    pub fn shared(&self, group: Option<&Path>) -> SharedDiscovery {
-        match self.unchanged(group, usize::MAX) {
+    /// Discovers the skills of a context with `context`'s directories (which need not
+    /// exist) among the sources.
+    pub fn discover_in(&self, context: &ContextSkills) -> Discovery {
+        self.shared(context).into_discovery()
+    }
+
+    /// Discovers the skills of a context with its directories without copying the
+    /// result: while nothing changed every call gets the same one.
+    pub fn shared(&self, context: &ContextSkills) -> SharedDiscovery {
+        match self.unchanged(context, usize::MAX) {
             Some(discovery) => SharedDiscovery { discovery, new_problems: Vec::new() },
-            None => self.shared_discovery(group),
+            None => self.shared_discovery(context),
         }
     }
 
-    /// The latest discovery of `group` (`None`: not a group's) if it still holds, found
-    /// with one `stat` per source directory and per skill and never waiting for a
-    /// discovery running meanwhile; `None` when it changed, is too old to trust its
-    /// requirement checks, or checking would take more than `most_stats` `stat` calls.
-    pub fn unchanged(&self, group: Option<&Path>, most_stats: usize) -> Option<Arc<Discovery>> {
-        let key: FlightKey = group.map(Path::to_path_buf);
-        let snapshot = lock(&self.latest).get(&key).cloned()?;
+    /// The latest discovery of `context`'s directories if it still holds, found with one
+    /// `stat` per source directory and per skill and never waiting for a discovery
+    /// running meanwhile; `None` when it changed, is too old to trust its requirement
+    /// checks, or checking would take more than `most_stats` `stat` calls.
+    pub fn unchanged(&self, context: &ContextSkills, most_stats: usize) -> Option<Arc<Discovery>> {
+        let snapshot = lock(&self.latest).get(context).cloned()?;
         // Checked without the lock, so calls of other groups need not wait on these `stat`s.
         snapshot.unchanged(most_stats).then(|| snapshot.discovery.clone())
     }
@@ -310,8 +351,8 @@ impl SkillCatalog {
     /// A discovery that started after this call arrived: its own, or one another call
     /// started meanwhile. Only the call that ran it gets `new_problems`, so each problem
     /// is still reported once.
-    fn shared_discovery(&self, group: Option<&Path>) -> SharedDiscovery {
-        let key: FlightKey = group.map(Path::to_path_buf);
+    fn shared_discovery(&self, context: &ContextSkills) -> SharedDiscovery {
+        let key: FlightKey = context.clone();
         let flights = &self.flights;
         let mut state = lock(&flights.state);
         let arrived = state.started;
@@ -334,9 +375,9 @@ impl SkillCatalog {
         drop(state);
         let takeoff = Takeoff { flights, key };
         // One that landed between this call's own check and its flight may hold already.
-        let shared = match self.unchanged(group, usize::MAX) {
+        let shared = match self.unchanged(context, usize::MAX) {
             Some(discovery) => SharedDiscovery { discovery, new_problems: Vec::new() },
-            None => self.discover_and_remember(group, &takeoff.key),
+            None => self.discover_and_remember(&takeoff.key),
         };
         let mut state = lock(&flights.state);
         state.landed.retain(|(landed, _, _)| *landed != takeoff.key);
@@ -351,12 +392,12 @@ impl SkillCatalog {
         shared
     }
 
-    /// A full discovery, kept as the group's latest unless one of its inputs could not be
-    /// examined.
-    fn discover_and_remember(&self, group: Option<&Path>, key: &FlightKey) -> SharedDiscovery {
+    /// A full discovery, kept as the context's latest unless one of its inputs could not
+    /// be examined.
+    fn discover_and_remember(&self, key: &FlightKey) -> SharedDiscovery {
         let checked_at = Instant::now();
         let mut inputs = Vec::new();
-        let mut discovery = self.discover_inner(group, &mut inputs);
+        let mut discovery = self.discover_inner(key, &mut inputs);
         let new_problems = std::mem::take(&mut discovery.new_problems);
         let discovery = Arc::new(discovery);
         let mut latest = lock(&self.latest);
@@ -377,7 +418,7 @@ impl SkillCatalog {
     }
 
     /// Discovers every source, recording each root and `SKILL.md` it looks at in `inputs`.
-    fn discover_inner(&self, group: Option<&Path>, inputs: &mut Vec<Input>) -> Discovery {
+    fn discover_inner(&self, context: &ContextSkills, inputs: &mut Vec<Input>) -> Discovery {
         let mut cache = lock(&self.cache);
         let mut discovery = Discovery::default();
         let mut sources: Vec<(SkillSource, &Path)> = Vec::new();
@@ -396,8 +437,10 @@ impl SkillCatalog {
         }
         sources.extend(self.roots.extra.iter().map(|directory| (SkillSource::Extra, directory.as_path())));
         sources.extend(self.roots.user.as_deref().map(|directory| (SkillSource::User, directory)));
-        sources.extend(group.map(|directory| (SkillSource::Group, directory)));
-        sources.extend(self.roots.workspace.as_deref().map(|directory| (SkillSource::Workspace, directory)));
+        sources.extend(context.group.as_deref().map(|directory| (SkillSource::Group, directory)));
+        sources.extend(context.person.as_deref().map(|directory| (SkillSource::Person, directory)));
+        let workspace = context.workspace.as_deref().or(self.roots.workspace.as_deref());
+        sources.extend(workspace.map(|directory| (SkillSource::Workspace, directory)));
 
         let mut checker = Checker::new(self.host.as_ref());
         let mut winners: BTreeMap<String, Skill> = BTreeMap::new();

@@ -12,11 +12,11 @@ pub mod prompt;
 
 pub use availability::{Host, Missing, SystemHost};
 pub use bundled::{BUNDLED, BUNDLED_VERSION, BundledSkill};
-pub use catalog::{Discovery, Skill, SkillCatalog, SkillRoots, SkillSource};
+pub use catalog::{ContextSkills, Discovery, Skill, SkillCatalog, SkillRoots, SkillSource};
 pub use install::{
     CloneError, InProcess, InstallError, InstallIsolation, InstallRequest, Installed, Repository, SandboxedInstall,
     ValidSkill, install, install_with, validate_skill_dir,
 };
 pub use manifest::{Manifest, Requirements, parse_skill, read_skill_file, validate_name};
 pub use problem::{ProblemKind, SkillProblem};
-pub use prompt::{SkillSections, prompt_sections, skills_block};
+pub use prompt::{ContextDirectories, GroupDirectories, SkillSections, prompt_sections, skills_block};

@@ -13,7 +13,7 @@ use squidbot_core::context::{PER_FILE_CAP, Prompt, PromptSection, PromptSections
 use squidbot_core::sync::lock;
 use squidbot_core::workspace::WorkspaceFiles;
 
-use crate::catalog::{Discovery, SharedDiscovery, Skill, SkillCatalog};
+use crate::catalog::{ContextSkills, Discovery, SharedDiscovery, Skill, SkillCatalog};
 
 /// The note above the block; `prompts/skills.md` in the workspace overrides it.
 pub const SKILLS_PROMPT: Prompt = Prompt { name: "skills.md", default: include_str!("../prompts/skills.md") };
@@ -130,13 +130,17 @@ impl WorkspaceFiles for DirectoryFiles<'_> {
 /// Maps a context id to its group's skills directory (`None`: not a group).
 pub type GroupDirectories = Arc<dyn Fn(&str) -> Option<PathBuf> + Send + Sync>;
 
+/// Maps a context id to its own skill directories (a group's, a person's, its
+/// workspace's); the default for a context with none of its own (the owner).
+pub type ContextDirectories = Arc<dyn Fn(&str) -> ContextSkills + Send + Sync>;
+
 /// Most `stat` calls the async port makes on the calling task to find the latest
 /// discovery unchanged: about a microsecond each when the kernel has the entries cached,
 /// so the task keeps its worker well under the 100 µs or so an async task should run
 /// between yields. A catalog with more skills is checked on the blocking pool.
 const INLINE_STATS: usize = 64;
 
-/// Most groups whose sections are kept rendered.
+/// Most contexts whose sections are kept rendered.
 const MAX_RENDERED: usize = 64;
 
 /// Sections rendered from one discovery with one preamble.
@@ -151,16 +155,16 @@ struct Rendered {
 pub struct SkillSections {
     catalog: Arc<SkillCatalog>,
     workspace: Option<PathBuf>,
-    groups: Option<GroupDirectories>,
-    /// The sections last rendered for each group (`None`: not a group's), shared by the
-    /// clones: rendering escapes every description, the most work a turn would do here.
-    rendered: Arc<Mutex<HashMap<Option<PathBuf>, Rendered>>>,
+    contexts: Option<ContextDirectories>,
+    /// The sections last rendered for each context's directories, shared by the clones:
+    /// rendering escapes every description, the most work a turn would do here.
+    rendered: Arc<Mutex<HashMap<ContextSkills, Rendered>>>,
 }
 
 impl SkillSections {
     /// Sections from `catalog`.
     pub fn new(catalog: Arc<SkillCatalog>) -> Self {
-        Self { catalog, workspace: None, groups: None, rendered: Arc::default() }
+        Self { catalog, workspace: None, contexts: None, rendered: Arc::default() }
     }
 
     /// Reads the `prompts/skills.md` override from this workspace.
@@ -170,8 +174,17 @@ impl SkillSections {
     }
 
     /// Adds each group context's own skills directory.
-    pub fn with_group_directories(mut self, groups: GroupDirectories) -> Self {
-        self.groups = Some(groups);
+    pub fn with_group_directories(self, groups: GroupDirectories) -> Self {
+        self.with_context_directories(Arc::new(move |context: &str| ContextSkills {
+            group: groups(context),
+            ..ContextSkills::default()
+        }))
+    }
+
+    /// Adds each context's own skill directories: a group chat's, a person's, and its
+    /// workspace's in place of the catalog's.
+    pub fn with_context_directories(mut self, contexts: ContextDirectories) -> Self {
+        self.contexts = Some(contexts);
         self
     }
 
@@ -182,24 +195,24 @@ impl SkillSections {
     }
 
     fn read_shared(&self, context: &str) -> Arc<[PromptSection]> {
-        let group = self.group(context);
-        let SharedDiscovery { discovery, new_problems } = self.catalog.shared(group.as_deref());
+        let directories = self.directories(context);
+        let SharedDiscovery { discovery, new_problems } = self.catalog.shared(&directories);
         for problem in &new_problems {
             tracing::warn!(path = %problem.path.display(), problem = %problem.kind, "skipping a malformed skill");
         }
         let preamble = self.preamble();
-        if let Some(sections) = self.rendered_before(&group, &discovery, &preamble) {
+        if let Some(sections) = self.rendered_before(&directories, &discovery, &preamble) {
             return sections;
         }
         let sections: Arc<[PromptSection]> = Arc::from(prompt_sections(&discovery, &preamble));
         let mut rendered = lock(&self.rendered);
         if rendered.len() >= MAX_RENDERED
-            && !rendered.contains_key(&group)
+            && !rendered.contains_key(&directories)
             && let Some(any) = rendered.keys().next().cloned()
         {
             rendered.remove(&any);
         }
-        rendered.insert(group, Rendered { discovery, preamble, sections: sections.clone() });
+        rendered.insert(directories, Rendered { discovery, preamble, sections: sections.clone() });
         sections
     }
 
@@ -207,13 +220,13 @@ impl SkillSections {
     /// from it already, found with a few `stat` calls and without waiting on a lock held
     /// through a discovery; `None` when reading them takes more.
     fn read_unchanged(&self, context: &str) -> Option<Arc<[PromptSection]>> {
-        let group = self.group(context);
-        let discovery = self.catalog.unchanged(group.as_deref(), INLINE_STATS)?;
-        self.rendered_before(&group, &discovery, &self.preamble())
+        let directories = self.directories(context);
+        let discovery = self.catalog.unchanged(&directories, INLINE_STATS)?;
+        self.rendered_before(&directories, &discovery, &self.preamble())
     }
 
-    fn group(&self, context: &str) -> Option<PathBuf> {
-        self.groups.as_ref().and_then(|groups| groups(context))
+    fn directories(&self, context: &str) -> ContextSkills {
+        self.contexts.as_ref().map(|contexts| contexts(context)).unwrap_or_default()
     }
 
     /// The note above the block: the workspace's override, read each time so an edit
@@ -227,13 +240,13 @@ impl SkillSections {
 
     fn rendered_before(
         &self,
-        group: &Option<PathBuf>,
+        directories: &ContextSkills,
         discovery: &Arc<Discovery>,
         preamble: &str,
     ) -> Option<Arc<[PromptSection]>> {
         let rendered = lock(&self.rendered);
         rendered
-            .get(group)
+            .get(directories)
             .filter(|before| Arc::ptr_eq(&before.discovery, discovery) && before.preamble == preamble)
             .map(|before| before.sections.clone())
     }

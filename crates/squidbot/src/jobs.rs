@@ -1,7 +1,7 @@
 //! Wiring of the scheduler in this process: the job table with the system jobs installed,
 //! core's job runner over the SQLite and filesystem adapters, the loop that keeps
-//! HEARTBEAT.md and its jobs in step, and the foreground runs of `squidbot cron run` and
-//! `squidbot maintenance`.
+//! HEARTBEAT.md and its jobs in step (the owner's, and every person's and group's), and
+//! the foreground runs of `squidbot cron run` and `squidbot maintenance`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,17 +10,23 @@ use anyhow::{Context, Result};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::housekeeping::{SystemJobs, install_system_jobs};
 use squidbot_core::jobs::{
-    Delivery, DynJobStore, HeartbeatSettings, HeartbeatSync, Job, JobConsole, JobKind, JobRunner, LastActiveTracker,
+    ContextHeartbeatSyncs, Delivery, DynJobStore, HeartbeatSettings, HeartbeatSync, Job, JobConsole, JobKind,
+    JobRunner, LastActiveTracker,
 };
 use squidbot_core::runs::Runner;
 use squidbot_core::scheduler::{JobControl, Scheduler, SchedulerHandle, SchedulerSettings};
-use squidbot_store::{FsWatchedFile, SqliteJobStore, SqliteLastActive, SqliteSessionIndex};
+use squidbot_store::{ContextHeartbeats, FsWatchedFile, SqliteJobStore, SqliteLastActive, SqliteSessionIndex};
 use tokio_util::sync::CancellationToken;
 
 use crate::wiring::{Environment, OWNER_CONTEXT};
 
 /// How often HEARTBEAT.md is looked at (a `stat`; read only when it changed).
 const HEARTBEAT_FILE_POLL: Duration = Duration::from_secs(1);
+
+/// Looks at the HEARTBEAT.md files (one a second) between two scans of `users/*/` and
+/// `groups/*/` for files that appeared or went (a directory listing each): a scan every
+/// 10 seconds.
+const CONTEXT_HEARTBEAT_SCAN_EVERY: u32 = 10;
 
 /// The terminal as the console of a job run in the foreground: replies on standard
 /// output, notices on standard error.
@@ -95,8 +101,8 @@ pub async fn run_here(environment: &Environment, store: &SqliteJobStore, job: &J
     Ok(())
 }
 
-/// The scheduler running in the gateway, with the loop keeping HEARTBEAT.md and its jobs
-/// in step.
+/// The scheduler running in the gateway, with the loop keeping the HEARTBEAT.md files
+/// and their jobs in step.
 pub struct RunningScheduler {
     /// What the gateway's `cron.*` methods use.
     pub handle: SchedulerHandle,
@@ -117,8 +123,9 @@ impl RunningScheduler {
 }
 
 /// Starts the scheduler for the gateway (`None` when `scheduler.enabled` is false): the
-/// system jobs are installed, HEARTBEAT.md is read, and jobs run through `runner` until
-/// `shutdown`.
+/// system jobs are installed, the owner's HEARTBEAT.md and every `users/<id>/` and
+/// `groups/<id>/` HEARTBEAT.md are read (each one's heartbeats owned by its context), and
+/// jobs run through `runner` until `shutdown`.
 pub async fn start(
     environment: &Environment,
     runner: &Arc<Runner>,
@@ -153,8 +160,16 @@ pub async fn start(
         Arc::new(JobRunner::new(runner.clone(), housekeeping, delivery).marking_runs_in(run_index(environment)?));
     let heartbeat = Arc::new(FsWatchedFile::new(environment.workspace().join("HEARTBEAT.md")));
     let settings = HeartbeatSettings::from_config(&config.heartbeat, environment.job_zone());
-    let mut sync = HeartbeatSync::new(store.clone(), heartbeat, OWNER_CONTEXT, settings, Arc::new(SystemClock));
+    let mut sync = HeartbeatSync::new(store.clone(), heartbeat, OWNER_CONTEXT, settings.clone(), Arc::new(SystemClock));
     sync.check().await;
+    let mut context_syncs = ContextHeartbeatSyncs::new(
+        store.clone(),
+        Arc::new(ContextHeartbeats::new(&environment.paths.home)),
+        settings,
+        Arc::new(SystemClock),
+        CONTEXT_HEARTBEAT_SCAN_EVERY,
+    );
+    context_syncs.check().await;
     let scheduler = Scheduler::new(store.clone(), executor, Arc::new(SystemClock), scheduler_settings(environment));
     let handle = scheduler.handle();
     let mut tasks = vec![tokio::spawn(scheduler.run(shutdown.clone()))];
@@ -165,7 +180,8 @@ pub async fn start(
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(HEARTBEAT_FILE_POLL) => {
-                    if sync.check().await {
+                    let owner_changed = sync.check().await;
+                    if context_syncs.check().await || owner_changed {
                         waker.wake();
                     }
                     tracker.save_if_changed();

@@ -16,10 +16,11 @@ use squidbot_core::housekeeping::Housekeeping;
 use squidbot_core::memory::{DynEmbedder, Memories, MemoryDocuments, MemorySections};
 use squidbot_core::store::DynSessionStore;
 use squidbot_core::tool::{ToolFilter, ToolRegistry};
+use squidbot_core::workspace::ContextWorkspaces;
 use squidbot_llm::Router;
 use squidbot_mcp::McpManager;
 use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
-use squidbot_skills::{SkillCatalog, SkillRoots, SkillSections};
+use squidbot_skills::{ContextSkills, SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
     BulletinCache, Database, FsMemoryDocuments, FsWorkspace, IndexedSessionStore, JsonlSessionStore, SqliteJobStore,
     SqliteMemoryStore, SqliteSessionIndex,
@@ -233,11 +234,29 @@ impl Environment {
         })
     }
 
-    /// Skill directories outside the workspace that the reading file tools may reach.
+    /// Skill directories outside the workspace that the reading file tools may reach:
+    /// the catalog's, and the people's and groups' own (`users/<id>/skills`,
+    /// `groups/<id>/skills`) that exist now, for every context alike (the tools' read
+    /// roots are fixed when they are made).
     pub fn skill_read_roots(&self) -> Vec<std::path::PathBuf> {
         let catalog = self.skill_catalog();
         let roots = catalog.roots();
-        roots.bundled.iter().chain(&roots.extra).chain(&roots.user).cloned().collect()
+        let mut read_roots: Vec<std::path::PathBuf> =
+            roots.bundled.iter().chain(&roots.extra).chain(&roots.user).cloned().collect();
+        read_roots.extend(squidbot_store::context_skill_directories(&self.paths.home));
+        read_roots
+    }
+
+    /// Each context's own skill directories for its prompt's `<skills>` block: a
+    /// group's or a person's (`groups/<id>/skills`, `users/<id>/skills`) and the skills
+    /// of its own workspace; the owner's are the catalog's.
+    fn context_skill_directories(&self) -> squidbot_skills::ContextDirectories {
+        let home = self.paths.home.clone();
+        Arc::new(move |context: &str| {
+            squidbot_store::context_skill_paths(&home, context)
+                .map(|paths| ContextSkills::of(paths.kind, paths.own, paths.workspace))
+                .unwrap_or_default()
+        })
     }
 
     /// The tool set of the assistant: files, shell, memory, cron, web and `send`, plus the tools
@@ -283,6 +302,7 @@ impl Environment {
                 Some(text) => self.paths.home.join(crate::paths::expand_tilde(text)),
                 None => self.paths.home.join(directory),
             }));
+            skills.extend(squidbot_store::context_skill_directories(&self.paths.home));
             Arc::new(LinuxSandbox::new(SandboxSettings {
                 config: policy,
                 squidbot_home: self.paths.home.clone(),
@@ -407,7 +427,9 @@ impl Environment {
         };
         let memory_sections = MemorySections::new(self.documents(), Arc::new(BulletinCache::new(self.database()?)));
         let sections: Arc<dyn PromptSections> = if config.skills.enabled {
-            let skills = SkillSections::new(Arc::new(self.skill_catalog())).with_prompt_overrides(workspace.clone());
+            let skills = SkillSections::new(Arc::new(self.skill_catalog()))
+                .with_prompt_overrides(workspace.clone())
+                .with_context_directories(self.context_skill_directories());
             Arc::new(ChainedSections::new(vec![Arc::new(memory_sections), Arc::new(skills)]))
         } else {
             Arc::new(memory_sections)
@@ -415,7 +437,9 @@ impl Environment {
         let router = Arc::new(router);
         let store: Arc<dyn DynSessionStore> = Arc::new(self.session_store()?);
         let catalogue = self.tools(&memories)?;
-        let delegator = self.delegator(&router, &store, &catalogue, channel)?;
+        let contexts: Arc<dyn ContextWorkspaces> =
+            Arc::new(squidbot_store::ContextDirectories::new(&self.paths.home, &workspace));
+        let delegator = self.delegator(&router, &store, &catalogue, &contexts, channel)?;
         let mut tools = allowed_tools(&self.with_role_sandbox(&catalogue, role.sandbox.as_ref()), &role.tools);
         let mut profile = role.profile;
         let allowed = |tool: &str| role.tools.iter().any(|name| name == tool);
@@ -431,7 +455,6 @@ impl Environment {
         if allowed(roles::CANCEL_WORKER) {
             tools.register(Arc::new(CancelWorkerTool::new(delegator.clone())));
         }
-        let contexts = Arc::new(squidbot_store::ContextDirectories::new(&self.paths.home, &workspace));
         Ok(Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings)
             .with_context_workspaces(contexts)
             .with_compaction(compaction)
@@ -444,13 +467,16 @@ impl Environment {
 
     /// The sub-agent roles (every role but the assistant), each an agent with its model,
     /// its allowlisted tools plus `set_status`, its prompt and timeout, sharing the
-    /// assistant's provider router, session store and tool instances (so MCP servers start
-    /// once). The worker pool lives as long as the assistant.
+    /// assistant's provider router, session store, tool instances (so MCP servers start
+    /// once) and contexts' workspaces (a sub-agent working for a person or a group, their
+    /// heartbeats included, works in theirs). The worker pool lives as long as the
+    /// assistant.
     fn delegator(
         &self,
         router: &Arc<Router>,
         store: &Arc<dyn DynSessionStore>,
         catalogue: &ToolRegistry,
+        contexts: &Arc<dyn ContextWorkspaces>,
         channel: &str,
     ) -> Result<Arc<Delegator>> {
         let config = self.config();
@@ -489,6 +515,7 @@ impl Environment {
             };
             let agent =
                 Agent::new(router.clone(), tools, store.clone(), files.clone(), Arc::new(SystemClock), settings)
+                    .with_context_workspaces(contexts.clone())
                     .with_prompt_profile(role.profile)
                     .with_people(people.clone())
                     .with_leak_scanner(leaks.clone());

@@ -1,7 +1,8 @@
 //! People's policy overhead on the real SQLite stores: the role policy and the audit
 //! write around one tool call, the budget check before one turn, and the usage row after
 //! one model call, on a database already holding 100,000 usage rows and 20,000 audit
-//! rows. Prints p50/p99 of single calls (the target: under 0.5 ms at p99), then
+//! rows. Prints p50/p99 of single calls (the target: under 0.5 ms at p99) beside a
+//! baseline timed the same way (reading a 1 KiB file, what the simplest tool does), then
 //! criterion's estimates.
 //!
 //! `cargo bench -p squidbot-store --bench people`; `SQUIDBOT_BENCH_SAMPLES` (default
@@ -168,6 +169,13 @@ fn benches(criterion: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     let cancel = CancellationToken::new();
     let samples = std::env::var("SQUIDBOT_BENCH_SAMPLES").ok().and_then(|value| value.parse().ok()).unwrap_or(5_000);
+    // The baseline beside them: what the simplest tool call does itself (read a 1 KiB
+    // file), timed the same way in the same run.
+    let note = fixture._directory.path().join("note.md");
+    std::fs::write(&note, "x".repeat(1024)).expect("a note");
+    percentiles("baseline (read a 1 KiB file)", samples, || {
+        assert_eq!(std::fs::read_to_string(&note).map(|text| text.len()).ok(), Some(1024));
+    });
     percentiles("tool call (policy + audit)", samples, || tool_call(&fixture, &runtime, &cancel));
     percentiles("turn (budget check)", samples, || turn_admission(&fixture));
     percentiles("model call (usage row)", samples, || model_call(&fixture));

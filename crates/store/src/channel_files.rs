@@ -1,8 +1,9 @@
 //! The files the chat channels make: inbound attachments saved under their session's
-//! data directory (core's [`AttachmentStore`]), and the workspaces of user and group
-//! contexts (core's [`ContextWorkspaces`]), and moving or deleting a context's workspace
-//! when contexts are merged or purged (`moves`).
+//! data directory (core's [`AttachmentStore`]), the directories of user and group
+//! contexts with their workspaces (core's [`ContextWorkspaces`]; the layout in `layout`),
+//! and moving or deleting a context's files when contexts are merged or purged (`moves`).
 
+mod layout;
 mod moves;
 
 use std::collections::HashMap;
@@ -11,11 +12,15 @@ use std::sync::{Arc, Mutex};
 
 use squidbot_core::attachments::{Attachment, AttachmentData, AttachmentError, AttachmentStore};
 use squidbot_core::clock::{Clock, SystemClock};
-use squidbot_core::workspace::{ContextWorkspace, ContextWorkspaceError, ContextWorkspaces};
+use squidbot_core::workspace::{
+    ContextKind, ContextProfile, ContextWorkspace, ContextWorkspaceError, ContextWorkspaces,
+};
 
 use crate::key::encode_key;
 use crate::workspace::FsWorkspace;
-pub(crate) use moves::{move_files, remove_files, remove_if_empty};
+pub use layout::{ContextHeartbeats, ContextSkillPaths, context_skill_directories, context_skill_paths};
+pub(crate) use layout::{MEMORY_FILE, SKILLS_DIRECTORY, WORKSPACE_DIRECTORY, context_root};
+pub(crate) use moves::{move_files, remove_files};
 
 /// Prompt files a new user or group workspace starts with, copied from the owner's: who
 /// the assistant is and how it works, not who the owner is (`USER.md`, `MEMORY.md` and
@@ -75,7 +80,8 @@ impl AttachmentStore for SessionFiles {
 }
 
 /// User contexts work in `<home>/users/<id>/workspace`, groups in
-/// `<home>/groups/<id>/workspace`; the owner in the main workspace.
+/// `<home>/groups/<id>/workspace`, and their prompts read `USER.md` or `GROUP.md` from
+/// the directory above; the owner works in the main workspace.
 pub struct ContextDirectories {
     home: PathBuf,
     owner_workspace: PathBuf,
@@ -92,25 +98,9 @@ impl ContextDirectories {
         }
     }
 
-    fn directory_of(&self, context: &str) -> Result<Option<PathBuf>, ContextWorkspaceError> {
-        context_directory(&self.home, context).map_err(ContextWorkspaceError::InvalidId)
+    fn root_of(&self, context: &str) -> Result<Option<(ContextKind, PathBuf)>, ContextWorkspaceError> {
+        context_root(&self.home, context).map_err(ContextWorkspaceError::InvalidId)
     }
-}
-
-/// The workspace directory of `context` under `home`: `<home>/users/<id>/workspace` for
-/// `user:<id>`, `<home>/groups/<id>/workspace` for `group:<id>`, `None` for any other
-/// context (the owner works in the main workspace). The id is encoded like a session
-/// key, so no context names a path outside `home`.
-pub(crate) fn context_directory(home: &Path, context: &str) -> Result<Option<PathBuf>, String> {
-    let (parent, id) = if let Some(id) = context.strip_prefix("user:") {
-        ("users", id)
-    } else if let Some(id) = context.strip_prefix("group:") {
-        ("groups", id)
-    } else {
-        return Ok(None);
-    };
-    let id = encode_key(id).map_err(|error| error.to_string())?;
-    Ok(Some(home.join(parent).join(id).join("workspace")))
 }
 
 impl ContextWorkspaces for ContextDirectories {
@@ -118,9 +108,12 @@ impl ContextWorkspaces for ContextDirectories {
         if let Some(open) = squidbot_core::sync::lock(&self.open).get(context) {
             return Ok(Some(open.clone()));
         }
-        let Some(directory) = self.directory_of(context)? else { return Ok(None) };
-        std::fs::create_dir_all(&directory)
-            .map_err(|error| ContextWorkspaceError::Io { path: directory.clone(), reason: error.to_string() })?;
+        let Some((kind, root)) = self.root_of(context)? else { return Ok(None) };
+        let directory = root.join(WORKSPACE_DIRECTORY);
+        for made in [&directory, &root.join(SKILLS_DIRECTORY)] {
+            std::fs::create_dir_all(made)
+                .map_err(|error| ContextWorkspaceError::Io { path: made.clone(), reason: error.to_string() })?;
+        }
         for name in SHARED_PROMPT_FILES {
             let target = directory.join(name);
             let source = self.owner_workspace.join(name);
@@ -131,7 +124,11 @@ impl ContextWorkspaces for ContextDirectories {
                 })?;
             }
         }
-        let workspace = ContextWorkspace { path: directory.clone(), files: Arc::new(FsWorkspace::new(directory)) };
+        let workspace = ContextWorkspace {
+            path: directory.clone(),
+            files: Arc::new(FsWorkspace::new(directory)),
+            profile: Some(ContextProfile { kind, files: Arc::new(FsWorkspace::new(root)) }),
+        };
         let mut open = squidbot_core::sync::lock(&self.open);
         if open.len() >= MAX_OPEN_CONTEXTS {
             open.retain(|_, workspace| Arc::strong_count(&workspace.files) > 1);
@@ -186,6 +183,32 @@ mod tests {
         assert_eq!(user.files.read("USER.md"), None);
         let group = directories.workspace("group:slack:C1").unwrap().unwrap();
         assert!(group.path.starts_with(home.path().join("groups")));
+    }
+
+    #[test]
+    fn a_context_directory_holds_its_profile_skills_and_workspace() {
+        let home = tempfile::tempdir().unwrap();
+        let owner = home.path().join("workspace");
+        std::fs::create_dir_all(&owner).unwrap();
+        std::fs::write(owner.join("USER.md"), "the owner's private notes").unwrap();
+        let directories = ContextDirectories::new(home.path(), &owner);
+        let bob = directories.workspace("user:bob").unwrap().unwrap();
+        let root = home.path().join("users").join("bob");
+        assert_eq!(bob.path, root.join("workspace"));
+        assert!(root.join("skills").is_dir(), "its skills directory is made with it");
+        std::fs::write(root.join("USER.md"), "Bob plays chess").unwrap();
+        std::fs::write(bob.path.join("USER.md"), "a copy in the workspace").unwrap();
+        let profile = bob.profile.clone().unwrap();
+        assert_eq!(profile.kind, ContextKind::Person);
+        use squidbot_core::workspace::WorkspaceFiles as _;
+        assert_eq!(bob.prompt_files().read("USER.md").as_deref(), Some("Bob plays chess"));
+
+        let group = directories.workspace("group:telegram:-100").unwrap().unwrap();
+        let root = home.path().join("groups").join("telegram:-100");
+        std::fs::write(root.join("GROUP.md"), "the chess club").unwrap();
+        assert_eq!(group.profile.as_ref().map(|profile| profile.kind), Some(ContextKind::Group));
+        assert_eq!(group.prompt_files().read("GROUP.md").as_deref(), Some("the chess club"));
+        assert_eq!(group.prompt_files().read("USER.md"), None);
     }
 
     #[test]

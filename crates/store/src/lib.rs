@@ -2,7 +2,7 @@
 //! index, bulletin cache, job ledger, scheduled jobs, bus journal, approved senders and
 //! pairing codes, people: users, usage, approvals and the audit trail), JSONL session
 //! tree files, per-context memory documents, the filesystem workspace, channel
-//! attachments and per-context workspaces.
+//! attachments and the directories of people's and groups' contexts.
 
 mod bulletin;
 mod bus_journal;
@@ -27,7 +27,10 @@ pub use bulletin::{Bulletin, BulletinCache};
 pub use bus_journal::SqliteBusJournal;
 pub use channel_access::{ApprovedSenderRow, ChannelAccessStore, PairingCodeRow};
 pub use channel_access_ports::SqliteChannelAccess;
-pub use channel_files::{ContextDirectories, SessionFiles};
+pub use channel_files::{
+    ContextDirectories, ContextHeartbeats, ContextSkillPaths, SessionFiles, context_skill_directories,
+    context_skill_paths,
+};
 pub use database::{APPLICATION_ID, Database, DatabaseError, SCHEMA_VERSION};
 pub use indexed_sessions::IndexedSessionStore;
 pub use job_ledger::{JobLedger, JobRun};

@@ -457,3 +457,5 @@ async fn a_background_compaction_is_tracked_and_stopped_by_shutdown() {
     let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
     assert!(!stored.entries.iter().any(|entry| matches!(&entry.body, EntryBody::Compaction { .. })));
 }
+
+mod contexts;

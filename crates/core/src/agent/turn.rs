@@ -170,7 +170,8 @@ impl Agent {
             sections.push(workers);
         }
         let workspace = self.workspace_of(&session.header().context)?;
-        let system = self.system_prompt_from(&workspace.prompt_files(), first_run, &sections).text;
+        let directory = (workspace.path != self.settings.workspace).then_some(workspace.path.as_path());
+        let system = self.system_prompt_from(&workspace.prompt_files(), directory, first_run, &sections).text;
         // Tools of run-time sources (MCP servers) are looked up, and their servers started,
         // only when a turn needs them; a stopped turn goes on with the fixed tools and ends
         // at its first model call.

@@ -1,6 +1,8 @@
 //! Keeping the heartbeat jobs of a context in step with its HEARTBEAT.md: regenerated
 //! when the file's content changes, removed with the file, left alone when it can't be
-//! used.
+//! used; the people's and groups' files watched alike (`contexts`).
+
+mod contexts;
 
 use std::sync::Arc;
 
@@ -11,6 +13,8 @@ use super::{ContextMode, DynJobStore, Job, JobKind, JobStoreError};
 use crate::clock::Clock;
 use crate::heartbeat::{HeartbeatDefaults, MAX_FILE_BYTES, content_hash, heartbeat_jobs};
 use crate::workspace::{FileStamp, WatchedFile, WatchedFileError};
+
+pub use contexts::ContextHeartbeatSyncs;
 
 /// Why a look at HEARTBEAT.md could not bring its jobs in step.
 #[derive(Debug, thiserror::Error)]

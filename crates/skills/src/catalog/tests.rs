@@ -308,15 +308,15 @@ fn an_unchanged_discovery_is_handed_out_again_and_an_edit_is_seen_at_the_next_ca
         age(path);
     }
     let catalog = catalog_with_workspace(root.clone());
-    let first = catalog.shared(None);
-    let second = catalog.shared(None);
+    let first = catalog.shared(&ContextSkills::default());
+    let second = catalog.shared(&ContextSkills::default());
     assert!(Arc::ptr_eq(&first.discovery, &second.discovery), "nothing rebuilt");
-    assert!(Arc::ptr_eq(&catalog.unchanged(None, usize::MAX).unwrap(), &first.discovery));
-    assert!(catalog.unchanged(None, 2).is_none(), "three inputs are more than two stats");
+    assert!(Arc::ptr_eq(&catalog.unchanged(&ContextSkills::default(), usize::MAX).unwrap(), &first.discovery));
+    assert!(catalog.unchanged(&ContextSkills::default(), 2).is_none(), "three inputs are more than two stats");
 
     std::fs::write(&notes, "---\nname: notes\ndescription: second\n---\n").unwrap();
-    assert!(catalog.unchanged(None, usize::MAX).is_none());
-    let edited = catalog.shared(None);
+    assert!(catalog.unchanged(&ContextSkills::default(), usize::MAX).is_none());
+    let edited = catalog.shared(&ContextSkills::default());
     assert_eq!(edited.discovery.get("notes").unwrap().manifest.description, "second");
     assert!(Arc::ptr_eq(
         &edited.discovery.get("plain").unwrap().manifest,
@@ -326,11 +326,11 @@ fn an_unchanged_discovery_is_handed_out_again_and_an_edit_is_seen_at_the_next_ca
     // A group's discovery is kept apart from the one without a group.
     let group = directory.path().join("group");
     write_skill(&group, "grouped", "in the group", "");
-    assert!(catalog.shared(Some(&group)).discovery.get("grouped").is_some());
-    assert!(catalog.shared(None).discovery.get("grouped").is_none());
+    assert!(catalog.shared(&ContextSkills::group(&group)).discovery.get("grouped").is_some());
+    assert!(catalog.shared(&ContextSkills::default()).discovery.get("grouped").is_none());
 
     std::fs::remove_dir_all(root.join("plain")).unwrap();
-    assert!(catalog.shared(None).discovery.get("plain").is_none());
+    assert!(catalog.shared(&ContextSkills::default()).discovery.get("plain").is_none());
 }
 
 /// Answers whether `tool` is installed as told.
@@ -364,7 +364,7 @@ fn requirement_checks_are_trusted_for_a_second() {
 
     // A second later the checks run again.
     let mut latest = catalog.latest.lock().unwrap();
-    let snapshot = latest.get_mut(&None).unwrap();
+    let snapshot = latest.get_mut(&ContextSkills::default()).unwrap();
     let older = snapshot::Snapshot {
         discovery: snapshot.discovery.clone(),
         inputs: std::mem::take(&mut Arc::get_mut(snapshot).unwrap().inputs),
@@ -402,7 +402,7 @@ fn a_skill_just_written_is_parsed_again_only_until_its_mtime_is_old_enough() {
     }
     std::thread::sleep(Duration::from_millis(60));
     let settled = catalog.discover();
-    let again = catalog.shared(None);
+    let again = catalog.shared(&ContextSkills::default());
     assert!(Arc::ptr_eq(&settled.skills[0].manifest, &again.discovery.skills[0].manifest), "parsed once more");
-    assert!(Arc::ptr_eq(&again.discovery, &catalog.shared(None).discovery));
+    assert!(Arc::ptr_eq(&again.discovery, &catalog.shared(&ContextSkills::default()).discovery));
 }

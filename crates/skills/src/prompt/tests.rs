@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::availability::Missing;
-use crate::catalog::{SkillRoots, SkillSource};
+use crate::catalog::{ContextSkills, SkillRoots, SkillSource};
 use crate::manifest::parse_skill;
 
 fn skill(text: &str, directory: &str, missing: Missing) -> Skill {
@@ -126,6 +126,64 @@ async fn sections_port_reads_the_catalog_and_the_workspace_override() {
     assert!(produced.iter().any(|section| section.title.starts_with("Skill: memory (always on")));
     let default = SkillSections::new(Arc::new(SkillCatalog::new(SkillRoots::default()))).read("owner");
     assert!(default.is_empty(), "no skills, no section");
+}
+
+/// Writes a skill `plan` described as `description` under `root`.
+fn plan_in(root: &Path, description: &str) {
+    let directory = root.join("plan");
+    std::fs::create_dir_all(&directory).unwrap();
+    std::fs::write(directory.join("SKILL.md"), format!("---\nname: plan\ndescription: {description}\n---\nbody"))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn each_context_gets_the_skill_of_its_highest_source_installed_group_person_workspace() {
+    let directory = tempfile::tempdir().unwrap();
+    let home = directory.path();
+    plan_in(&home.join("skills"), "installed");
+    plan_in(&home.join("workspace/skills"), "the owner workspace");
+    plan_in(&home.join("groups/chess/skills"), "the chess group");
+    plan_in(&home.join("users/bob/skills"), "bob own");
+    plan_in(&home.join("users/carol/skills"), "carol own");
+    plan_in(&home.join("users/carol/workspace/skills"), "carol workspace");
+    let catalog = Arc::new(SkillCatalog::new(SkillRoots {
+        user: Some(home.join("skills")),
+        workspace: Some(home.join("workspace/skills")),
+        ..SkillRoots::default()
+    }));
+    let root = home.to_path_buf();
+    let directories: ContextDirectories = Arc::new(move |context: &str| {
+        let own = |parent: &str, id: &str| Some(root.join(parent).join(id).join("skills"));
+        let workspace = |parent: &str, id: &str| Some(root.join(parent).join(id).join("workspace/skills"));
+        match (context.strip_prefix("user:"), context.strip_prefix("group:")) {
+            (Some(id), _) => ContextSkills { person: own("users", id), workspace: workspace("users", id), group: None },
+            (None, Some(id)) => {
+                ContextSkills { group: own("groups", id), workspace: workspace("groups", id), person: None }
+            }
+            (None, None) => ContextSkills::default(),
+        }
+    });
+    let sections = SkillSections::new(catalog.clone()).with_context_directories(directories);
+    let described = |context: &str| {
+        let block = sections.read(context)[0].body.clone();
+        let start = block.find("<description>").unwrap() + "<description>".len();
+        block[start..block.find("</description>").unwrap()].to_owned()
+    };
+    assert_eq!(described("owner"), "the owner workspace");
+    assert_eq!(described("group:chess"), "the chess group");
+    assert_eq!(described("user:bob"), "bob own");
+    assert_eq!(described("user:carol"), "carol workspace");
+    assert_eq!(described("user:dave"), "installed", "nothing of their own: the installed one");
+
+    let carol = catalog.discover_in(&ContextSkills {
+        group: Some(home.join("groups/chess/skills")),
+        person: Some(home.join("users/carol/skills")),
+        workspace: Some(home.join("users/carol/workspace/skills")),
+    });
+    let plan = carol.get("plan").unwrap();
+    assert_eq!(plan.source, SkillSource::Workspace);
+    assert_eq!(plan.overrides, [SkillSource::User, SkillSource::Group, SkillSource::Person], "lowest first");
+    assert_eq!(catalog.discover().get("plan").unwrap().overrides, [SkillSource::User]);
 }
 
 /// A workspace with one local skill and the bundled ones, everything an hour old; the

@@ -4,9 +4,11 @@
 //! gateway reads them, `usage`, and `audit` with `audit verify` catching an edited row,
 //! deleted rows and a chain recomputed without the key. The helpers here make homes and
 //! leave behind what the gateway would have written; `users` and `oversight` hold the tests,
-//! `acceptance` the end-to-end acceptance on a running gateway.
+//! `acceptance` the end-to-end acceptance on a running gateway, `layout` a person's
+//! own directory (`users/<id>/`) read into their turns.
 
 mod acceptance;
+mod layout;
 mod oversight;
 mod users;
 

@@ -128,6 +128,28 @@ async fn bubblewrap_keeps_people_out_of_reach_of_exec() {
     exec_cannot_change_people("bubblewrap").await;
 }
 
+/// Commands run unconfined only for admins: with the sandbox off, the gateway refuses to
+/// start while a person of a role that may run `exec` exists, and `users add` refuses
+/// to make one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_refuses_to_start_while_a_non_admin_could_run_commands_unconfined() {
+    let server = ScriptedLlm::start().await;
+    let home = crate::bus::bus_home(&server);
+    home.run(&["users", "add", "bob", "--role", "user"]).await.success();
+    home.append_config("[sandbox]\nbackend = \"none\"\n");
+    let refused = home.run(&["gateway"]).await.failure();
+    assert!(
+        refused.stderr.contains("refusing to start: commands run unconfined here")
+            && refused.stderr.contains("bob (user): the people's role `user` may use `exec` with sandbox `none`"),
+        "{}",
+        refused.stderr
+    );
+    let add = home.run(&["users", "add", "kim", "--role", "user"]).await.failure();
+    assert!(add.stderr.contains("sandbox"), "{}", add.stderr);
+    // A child can't run exec at all, so making one is fine.
+    home.run(&["users", "add", "kid", "--role", "child"]).await.success();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_reports_the_sandbox_and_why() {
     let server = ScriptedLlm::start().await;

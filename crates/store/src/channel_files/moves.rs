@@ -158,15 +158,6 @@ fn count_files(directory: &Path) -> io::Result<usize> {
     Ok(count)
 }
 
-/// Removes `directory` if it is empty (the `users/<id>` left behind by its workspace).
-pub(crate) fn remove_if_empty(directory: &Path) -> Result<(), String> {
-    match fs::remove_dir(directory) {
-        Ok(()) => Ok(()),
-        Err(error) if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::DirectoryNotEmpty) => Ok(()),
-        Err(error) => Err(at(directory, &error)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

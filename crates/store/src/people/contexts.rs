@@ -1,6 +1,7 @@
 //! Whole memory contexts merged and purged: `squidbot users link` joins what a stranger
 //! said and kept (their memories, sessions, memory document, workspace, usage) to the
-//! user they turn out to be, and `users purge` deletes a person's. The database moves in
+//! user they turn out to be, and `users purge` deletes a person's (their directory
+//! `users/<id>/` included). The database moves in
 //! one transaction first; the files follow, each step safe to run again, so a merge cut
 //! short is finished by running it again and loses nothing.
 //!
@@ -14,16 +15,17 @@ use squidbot_core::people::{OWNER_CONTEXT, PeopleStoreError};
 
 use super::usage::delete_usage_of;
 use super::{failed, write};
-use crate::channel_files::{context_directory, move_files, remove_files, remove_if_empty};
+use crate::channel_files::{WORKSPACE_DIRECTORY, context_root, move_files, remove_files};
 use crate::database::Database;
 use crate::jsonl::{move_context_sessions, remove_context_sessions};
 use crate::memory_documents::FsMemoryDocuments;
 use crate::memory_store::{delete_context_memories, move_context_memories};
 
 /// Where one squidbot home keeps the files of its memory contexts: session files in
-/// `<home>/sessions`, memory documents in `<home>/memory`, the workspaces of `user:` and
-/// `group:` contexts in `<home>/users` and `<home>/groups`, the owner's in the main
-/// workspace.
+/// `<home>/sessions`; the directories of `user:` and `group:` contexts (`USER.md` or
+/// `GROUP.md`, `HEARTBEAT.md`, `memory.md`, `skills/`, `workspace/`) in `<home>/users`
+/// and `<home>/groups`; the owner's files in the main workspace and its memory document
+/// in `<home>/memory`.
 #[derive(Debug, Clone)]
 pub struct ContextPaths {
     home: PathBuf,
@@ -44,12 +46,30 @@ impl ContextPaths {
         FsMemoryDocuments::new(self.home.join("memory"))
     }
 
-    /// The workspace directory of `context`; `None` for contexts without one.
-    fn workspace(&self, context: &str) -> Result<Option<PathBuf>, String> {
+    /// Where the files of `context` are; `None` for contexts without any.
+    fn files(&self, context: &str) -> Result<Option<ContextFiles>, String> {
         if context == OWNER_CONTEXT {
-            return Ok(Some(self.owner_workspace.clone()));
+            return Ok(Some(ContextFiles::Owner(self.owner_workspace.clone())));
         }
-        context_directory(&self.home, context)
+        Ok(context_root(&self.home, context)?.map(|(_, root)| ContextFiles::Directory(root)))
+    }
+}
+
+/// Where a context keeps its files.
+#[derive(Debug, Clone)]
+enum ContextFiles {
+    /// A person's or group's directory: `USER.md` or `GROUP.md`, `HEARTBEAT.md`,
+    /// `memory.md`, `skills/`, `workspace/`.
+    Directory(PathBuf),
+    /// The owner's: everything in the main workspace.
+    Owner(PathBuf),
+}
+
+impl ContextFiles {
+    fn path(&self) -> &Path {
+        match self {
+            ContextFiles::Directory(path) | ContextFiles::Owner(path) => path,
+        }
     }
 }
 
@@ -60,7 +80,8 @@ pub struct MergeSummary {
     pub memories: usize,
     /// Session files whose header now names the new context.
     pub sessions: usize,
-    /// Workspace files (a file the target already held byte for byte counts too).
+    /// Files of the context's directory: its workspace, `USER.md`, `HEARTBEAT.md`, its
+    /// skills (a file the target already held byte for byte counts too).
     pub files: usize,
     /// Scheduled jobs of the person (`squidbot cron`, the cron tool).
     pub jobs: usize,
@@ -77,7 +98,8 @@ pub struct PurgeSummary {
     pub memories: usize,
     /// Session files (with their attachments).
     pub sessions: usize,
-    /// Workspace files.
+    /// Files of the context's directory: its workspace, `USER.md` or `GROUP.md`,
+    /// `HEARTBEAT.md`, its skills.
     pub files: usize,
     /// Scheduled jobs.
     pub jobs: usize,
@@ -91,10 +113,13 @@ pub struct PurgeSummary {
 /// and the per-context counters), the session index and the session files' headers, the
 /// person's scheduled jobs (heartbeat and system jobs stay with the files that make
 /// them), usage records, the memory document (appended to `to`'s under
-/// `## Merged from <from>`) and the workspace's files (never overwriting: a clash is
-/// kept as `<name>.merged`). `from`'s memory bulletin is dropped; `to`'s is rebuilt
-/// because its memories changed. The users table is the caller's: whoever had `from` as
-/// their context keeps it.
+/// `## Merged from <from>`) and the files of `from`'s directory (never overwriting: a
+/// clash is kept as `<name>.merged`): into `to`'s directory, or for the owner the
+/// workspace's files into the main workspace and the rest (`USER.md`, `HEARTBEAT.md`,
+/// `skills/`) beside them. A `HEARTBEAT.md` that moves takes its heartbeats along at the
+/// gateway's next look. `from`'s memory bulletin is dropped; `to`'s is rebuilt because
+/// its memories changed. The users table is the caller's: whoever had `from` as their
+/// context keeps it.
 pub fn merge_context(
     database: &Database,
     paths: &ContextPaths,
@@ -113,10 +138,10 @@ pub fn merge_context(
         return refuse("the owner's context is never merged away");
     }
     let fail = |reason: String| PeopleStoreError::new(&action, reason);
-    let workspaces = match (paths.workspace(from).map_err(fail)?, paths.workspace(to).map_err(fail)?) {
+    let directories = match (paths.files(from).map_err(fail)?, paths.files(to).map_err(fail)?) {
         (Some(source), Some(target)) => Some((source, target)),
-        (Some(source), None) if source.exists() => {
-            return Err(fail(format!("{to} has no workspace to take the files in {}", source.display())));
+        (Some(source), None) if source.path().exists() => {
+            return Err(fail(format!("{to} has no workspace to take the files in {}", source.path().display())));
         }
         (Some(_) | None, _) => None,
     };
@@ -125,11 +150,18 @@ pub fn merge_context(
     summary.sessions =
         move_context_sessions(&paths.sessions(), from, to).map_err(|error| fail(error.to_string()))?.len();
     summary.document = paths.documents().merge(from, to).map_err(|error| fail(error.to_string()))?;
-    if let Some((source, target)) = workspaces {
-        summary.files = move_files(&source, &target).map_err(fail)?;
-        if let Some(parent) = source.parent() {
-            remove_if_empty(parent).map_err(fail)?;
-        }
+    if let Some((source, target)) = directories {
+        summary.files = match (source, target) {
+            (ContextFiles::Directory(source), ContextFiles::Directory(target)) => {
+                move_files(&source, &target).map_err(fail)?
+            }
+            (ContextFiles::Directory(source), ContextFiles::Owner(workspace)) => {
+                move_files(&source.join(WORKSPACE_DIRECTORY), &workspace).map_err(fail)?
+                    + move_files(&source, &workspace).map_err(fail)?
+            }
+            // Refused above: the owner's files never move away.
+            (ContextFiles::Owner(_), ContextFiles::Directory(_) | ContextFiles::Owner(_)) => 0,
+        };
     }
     Ok(summary)
 }
@@ -146,8 +178,9 @@ fn move_rows(connection: &Connection, from: &str, to: &str) -> rusqlite::Result<
 }
 
 /// Deletes everything of memory context `context`: memories, sessions (index rows,
-/// files and attachments), scheduled jobs, the memory bulletin and document, the
-/// workspace, and the usage of the person (`user_id`'s calls anywhere, and the calls made
+/// files and attachments), scheduled jobs, the memory bulletin and document (at its old
+/// place too), the context's directory (workspace, `USER.md` or `GROUP.md`,
+/// `HEARTBEAT.md`, skills), and the usage of the person (`user_id`'s calls anywhere, and the calls made
 /// in `context` without a user). The users table is the caller's.
 pub fn purge_context(
     database: &Database,
@@ -163,18 +196,15 @@ pub fn purge_context(
         return Err(PeopleStoreError::new(&action, "it is the owner's (the main workspace and its memories)"));
     }
     let fail = |reason: String| PeopleStoreError::new(&action, reason);
-    let workspace = paths.workspace(context).map_err(fail)?;
+    let directory = paths.files(context).map_err(fail)?;
 
     let (mut summary, keys) =
         write(database, &action, |connection| delete_rows(connection, context, user_id).map_err(failed(&action)))?;
     summary.sessions =
         remove_context_sessions(&paths.sessions(), context, &keys).map_err(|error| fail(error.to_string()))?.len();
     summary.document = paths.documents().remove(context).map_err(|error| fail(error.to_string()))?;
-    if let Some(workspace) = workspace {
-        summary.files = remove_files(&workspace).map_err(fail)?;
-        if let Some(parent) = workspace.parent() {
-            remove_if_empty(parent).map_err(fail)?;
-        }
+    if let Some(ContextFiles::Directory(directory)) = directory {
+        summary.files = remove_files(&directory).map_err(fail)?;
     }
     Ok(summary)
 }

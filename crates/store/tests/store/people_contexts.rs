@@ -339,3 +339,82 @@ async fn a_purge_deletes_one_context_and_leaves_the_others() {
     assert!(error.starts_with("can't purge the context owner: it is the owner's"), "{error}");
     assert!(home.path("workspace/SOUL.md").exists());
 }
+
+/// Writes `text` to `relative` under the home, making its directories.
+fn put(home: &Home, relative: &str, text: &str) {
+    let path = home.path(relative);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+#[tokio::test]
+async fn a_merge_moves_a_persons_whole_directory_and_a_memory_document_left_at_the_old_place() {
+    let home = Home::new();
+    home.workspace(STRANGER);
+    put(&home, "users/telegram:42/USER.md", "a tea drinker");
+    put(&home, "users/telegram:42/HEARTBEAT.md", "- Is the kettle on?\n");
+    put(&home, "users/telegram:42/skills/tea/SKILL.md", "---\nname: tea\n---\n");
+    put(&home, "memory/user:telegram:42/memory.md", "- likes tea\n");
+    put(&home, "users/alice/USER.md", "Alice");
+    home.documents.write(ALICE, "# Alice\n").unwrap();
+
+    let summary = merge_context(&home.database, &home.paths, STRANGER, ALICE).unwrap();
+    assert!(summary.document);
+    assert_eq!(summary.files, 4, "USER.md, HEARTBEAT.md, the skill and the seeded SOUL.md");
+    let alice = home.path("users/alice");
+    assert_eq!(
+        files_under(&alice),
+        ["HEARTBEAT.md", "USER.md", "USER.md.merged", "memory.md", "skills/tea/SKILL.md", "workspace/SOUL.md"]
+    );
+    assert_eq!(fs::read_to_string(alice.join("USER.md")).unwrap(), "Alice");
+    assert_eq!(fs::read_to_string(alice.join("USER.md.merged")).unwrap(), "a tea drinker");
+    assert_eq!(
+        home.documents.read(ALICE).unwrap().as_deref(),
+        Some("# Alice\n\n## Merged from user:telegram:42\n\n- likes tea\n")
+    );
+    assert!(!home.path("users/telegram:42").exists());
+    assert!(!home.path("memory/user:telegram:42").exists());
+    assert_eq!(merge_context(&home.database, &home.paths, STRANGER, ALICE).unwrap(), MergeSummary::default());
+}
+
+#[tokio::test]
+async fn a_stranger_merged_into_the_owner_brings_their_profile_heartbeat_and_skills_beside_the_workspace_files() {
+    let home = Home::new();
+    put(&home, "workspace/USER.md", "the owner");
+    put(&home, "users/telegram:42/USER.md", "me on my phone");
+    put(&home, "users/telegram:42/HEARTBEAT.md", "- Any mail?\n");
+    put(&home, "users/telegram:42/skills/tea/SKILL.md", "---\nname: tea\n---\n");
+    put(&home, "users/telegram:42/workspace/notes.md", "from the phone");
+    home.documents.write(STRANGER, "- likes tea\n").unwrap();
+
+    let summary = merge_context(&home.database, &home.paths, STRANGER, "owner").unwrap();
+    assert_eq!((summary.files, summary.document), (4, true));
+    assert_eq!(
+        files_under(&home.path("workspace")),
+        ["HEARTBEAT.md", "SOUL.md", "USER.md", "USER.md.merged", "notes.md", "skills/tea/SKILL.md"]
+    );
+    assert_eq!(
+        home.documents.read("owner").unwrap().as_deref(),
+        Some("## Merged from user:telegram:42\n\n- likes tea\n")
+    );
+    assert!(home.path("memory/owner/memory.md").is_file(), "the owner's document stays under memory/");
+    assert!(!home.path("users/telegram:42").exists());
+}
+
+#[tokio::test]
+async fn a_purge_deletes_a_persons_whole_directory_and_their_document_at_both_places() {
+    let home = Home::new();
+    home.workspace("user:bob");
+    put(&home, "users/bob/USER.md", "Bob");
+    put(&home, "users/bob/HEARTBEAT.md", "- Water the basil?\n");
+    put(&home, "users/bob/skills/chess/SKILL.md", "---\nname: chess\n---\n");
+    home.documents.write("user:bob", "- new place\n").unwrap();
+    put(&home, "memory/user:bob/memory.md", "- old place\n");
+    home.job("bob-heartbeat", JobKind::Heartbeat, "user:bob");
+
+    let summary = purge_context(&home.database, &home.paths, "user:bob", Some("bob")).unwrap();
+    assert_eq!((summary.files, summary.document, summary.jobs), (4, true, 1), "with the seeded SOUL.md");
+    assert!(!home.path("users/bob").exists());
+    assert!(!home.path("memory/user:bob").exists());
+    assert_eq!(home.owner_of_job("bob-heartbeat"), None);
+}
