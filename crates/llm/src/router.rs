@@ -265,7 +265,7 @@ mod tests {
     fn provider_sections_are_checked_field_by_field() {
         let mut config = config("local/model");
         let mut local = ProviderConfig::default();
-        local.headers.insert("bad header".into(), "x".into());
+        local.headers.insert("bad header".into(), squidbot_types::Secret::new("x"));
         local.context_window = Some(0);
         config.providers.insert("local".into(), local);
         config.providers.insert(

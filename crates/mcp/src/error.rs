@@ -45,6 +45,15 @@ pub enum McpError {
     /// The connection closed before the server answered.
     #[error("the connection to the MCP server closed")]
     ConnectionLost,
+    /// The arguments carry a secret and the server is reached over HTTP: the call is not
+    /// sent.
+    #[error("Refused: the arguments carry a secret ({kind}); secrets never leave for the HTTP MCP server {server}")]
+    SecretInArguments {
+        /// Server name.
+        server: String,
+        /// What the secret looks like.
+        kind: &'static str,
+    },
     /// The server is configured with `enabled = false`.
     #[error("MCP server {0} is disabled in the configuration")]
     Disabled(String),

@@ -21,6 +21,7 @@ mod tool;
 
 use std::sync::Arc;
 
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::tool::{DynTool, ToolSource};
 use squidbot_types::config::McpConfig;
 
@@ -37,6 +38,8 @@ use server::Server;
 /// Every configured MCP server, as one source of tools.
 pub struct McpManager {
     servers: Vec<Arc<Server>>,
+    /// Secrets the arguments of a call to an HTTP server may not carry.
+    leaks: LeakScanner,
 }
 
 impl std::fmt::Debug for McpManager {
@@ -68,7 +71,17 @@ impl McpManager {
 
     /// A manager for already checked servers with a chosen restart backoff.
     pub fn new(servers: Vec<ServerSettings>, backoff: Backoff) -> Self {
-        Self { servers: servers.into_iter().map(|settings| Arc::new(Server::new(settings, backoff))).collect() }
+        Self {
+            servers: servers.into_iter().map(|settings| Arc::new(Server::new(settings, backoff))).collect(),
+            leaks: LeakScanner::default(),
+        }
+    }
+
+    /// Refuses calls to HTTP servers whose arguments carry one of these configured secrets
+    /// (key shapes are refused without it).
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
+        self
     }
 
     /// True when no server is enabled.
@@ -84,7 +97,7 @@ impl McpManager {
                 .tools()
                 .await
                 .into_iter()
-                .map(|tool| Arc::new(McpTool::new(server.clone(), tool)) as Arc<dyn DynTool>)
+                .map(|tool| Arc::new(McpTool::new(server.clone(), tool, self.leaks.clone())) as Arc<dyn DynTool>)
         }))
         .await;
         listed.into_iter().flatten().collect()

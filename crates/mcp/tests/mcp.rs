@@ -7,5 +7,6 @@
 
 mod fake_server;
 mod harness;
+mod http_secrets;
 mod misbehaving;
 mod real_servers;

@@ -1,4 +1,5 @@
-//! `GET /health`: liveness plus the state of each component; `GET /metrics`.
+//! `GET /health`: liveness for anyone, the state of each component for the owner and
+//! admins; `GET /metrics`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use serde_json::{Value, json};
 use crate::people::Door;
 use crate::{Gateway, Refusal, metrics};
 
-/// The component report shared by `/health` and the protocol's `health` method.
+/// The component report shared by `/health` and the protocol's `health` method, with the
+/// credentials in any URL it shows redacted.
 pub(crate) async fn report(gateway: &Gateway) -> Value {
     let gauges = gateway.gauges();
     let memory = match &gateway.services.memories {
@@ -27,7 +29,7 @@ pub(crate) async fn report(gateway: &Gateway) -> Value {
         views.iter().map(|channel| (channel.name.clone(), crate::channels::channel_json(channel))).collect();
     let channel_down = views.iter().any(|channel| !channel.is_up());
     let degraded = memory["status"] == "error" || channel_down;
-    json!({
+    let mut report = json!({
         "status": if degraded { "degraded" } else { "ok" },
         "ok": !degraded,
         "version": env!("CARGO_PKG_VERSION"),
@@ -42,26 +44,54 @@ pub(crate) async fn report(gateway: &Gateway) -> Value {
             "websocket": {"status": "ok", "connections": gauges.ws_connections},
             "channels": channels,
         },
-    })
+    });
+    crate::redact::urls_in(&mut report);
+    report
 }
 
-/// Always 200 while the process serves; no auth, so supervisors can poll it.
-pub async fn health(State(gateway): State<Arc<Gateway>>) -> Json<Value> {
-    Json(report(&gateway).await)
+/// `{"status":"ok"}` while the process serves, without credentials, so supervisors can
+/// poll it. The component report (providers, channels, …) names what runs where, so it
+/// needs a bearer credential of the owner or an admin; a wrong one is refused and counted
+/// like any other.
+pub async fn health(
+    State(gateway): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    let liveness = || Json(json!({"status": "ok"})).into_response();
+    if !headers.contains_key(header::AUTHORIZATION) {
+        return liveness();
+    }
+    match gateway.authorize(&headers, peer.ip(), Door::Http("health")).await {
+        Ok(caller) if caller.is_admin() => Json(report(&gateway).await).into_response(),
+        Ok(_) => liveness(),
+        Err(Refusal::Unauthorized) => StatusCode::UNAUTHORIZED.into_response(),
+        Err(Refusal::LockedOut(wait)) => locked_out(wait),
+    }
 }
 
-/// `GET /metrics`: Prometheus text format, behind the same credentials as the API.
+/// 429 with the wait in `retry-after`.
+fn locked_out(wait: std::time::Duration) -> Response {
+    let mut response = StatusCode::TOO_MANY_REQUESTS.into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+    response
+}
+
+/// `GET /metrics`: Prometheus text format, behind the same credentials as the API unless
+/// `gateway.metrics_open`.
 pub async fn metrics(
     State(gateway): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    match gateway.authorize(&headers, peer.ip(), Door::Http("metrics")).await {
-        // Everyone's usage is there: a person who is not an admin reads their own elsewhere.
-        Ok(caller) if !caller.is_admin() => return StatusCode::FORBIDDEN.into_response(),
-        Ok(_) => {}
-        Err(Refusal::Unauthorized) => return StatusCode::UNAUTHORIZED.into_response(),
-        Err(Refusal::LockedOut(_)) => return StatusCode::TOO_MANY_REQUESTS.into_response(),
+    if !gateway.doors.metrics_open {
+        match gateway.authorize(&headers, peer.ip(), Door::Http("metrics")).await {
+            // Everyone's usage is there: a person who is not an admin reads their own elsewhere.
+            Ok(caller) if !caller.is_admin() => return StatusCode::FORBIDDEN.into_response(),
+            Ok(_) => {}
+            Err(Refusal::Unauthorized) => return StatusCode::UNAUTHORIZED.into_response(),
+            Err(Refusal::LockedOut(wait)) => return locked_out(wait),
+        }
     }
     let gauges = metrics::Gauges { people: gateway.people_gauges(), ..gateway.gauges() };
     let text = gateway.metrics.render(&gauges);

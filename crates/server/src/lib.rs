@@ -2,18 +2,22 @@
 //! API, the web UI, health and metrics, served by [`run`] over a shared [`Gateway`]. Every
 //! turn runs through one [`Runner`], whose event stream all of them read.
 
+#[cfg(test)]
+mod attacks;
 mod auth;
 mod bus;
 mod channels;
+mod guard;
 mod health;
 mod limiter;
 mod metrics;
 mod openai;
 mod people;
+mod redact;
 mod ui;
 pub mod ws;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -89,7 +93,8 @@ pub struct ProviderSummary {
     pub name: String,
     /// Its wire protocol, as the router names it.
     pub kind: String,
-    /// The base URL its requests go to.
+    /// The base URL its requests go to (shown with any credentials in it redacted).
+    #[serde(serialize_with = "redact::serialize_url")]
     pub api_base: String,
     /// Whether images are sent to its models.
     pub vision: bool,
@@ -122,6 +127,8 @@ pub struct Gateway {
     started: Instant,
     metrics: metrics::Metrics,
     limiter: limiter::FailureLimiter,
+    /// `[gateway]`'s allowed hosts and origins and whether `/metrics` is open.
+    doors: guard::Doors,
     ws_open: AtomicUsize,
     shutdown: CancellationToken,
     connections: tokio_util::task::TaskTracker,
@@ -150,6 +157,7 @@ impl Gateway {
     pub fn new(runner: Arc<Runner>, auth: Auth, models: Vec<String>, services: Services) -> Arc<Self> {
         let delegation = runner.delegation().cloned();
         let people = services.people.clone().or_else(|| runner.agent().people().cloned());
+        let doors = guard::Doors::from_config(services.config.as_ref().map(|config| &config.gateway));
         let gateway = Arc::new(Self {
             runner,
             auth,
@@ -158,6 +166,7 @@ impl Gateway {
             started: Instant::now(),
             metrics: metrics::Metrics::default(),
             limiter: limiter::FailureLimiter::default(),
+            doors,
             ws_open: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
             connections: tokio_util::task::TaskTracker::new(),
@@ -185,18 +194,18 @@ impl Gateway {
         self.people.as_ref()
     }
 
-    /// Checks the request's credentials, counting failures per peer and refusing a peer
-    /// that failed too often in the current window: a person's token acts as them, the
-    /// gateway's own credentials as the owner. Password checks run off the async workers.
+    /// Checks the request's credentials: a person's token acts as them, the gateway's own
+    /// credentials as the owner. Right credentials always pass; failures are counted per
+    /// address, and failing attempts answered ever slower, then refused (see [`limiter`]).
+    /// Password checks run off the async workers.
     pub(crate) async fn authorize(&self, headers: &HeaderMap, peer: IpAddr, door: Door) -> Result<Caller, Refusal> {
-        self.locked_out(peer)?;
         if let Some(presented) = auth::bearer(headers)
             && let Some(verdict) = self.person_login(presented, peer, door).await
         {
             return verdict;
         }
         let ok = self.auth.allows_async(headers).await;
-        self.verdict(peer, ok, door)
+        self.verdict(peer, ok, door).await
     }
 
     /// Like [`Gateway::authorize`] for the credentials of a protocol `connect`; a person's
@@ -207,7 +216,6 @@ impl Gateway {
         token: Option<&str>,
         password: Option<&str>,
     ) -> Result<Caller, Refusal> {
-        self.locked_out(peer)?;
         let personal = [token, password].into_iter().flatten().find(|given| given.starts_with(TOKEN_PREFIX));
         if let Some(presented) = personal
             && let Some(verdict) = self.person_login(presented, peer, Door::WebSocket).await
@@ -222,7 +230,7 @@ impl Gateway {
                 None => false,
             },
         };
-        self.verdict(peer, ok, Door::WebSocket)
+        self.verdict(peer, ok, Door::WebSocket).await
     }
 
     /// The verdict on a presented person's token, `None` when it is not one (no people
@@ -239,29 +247,22 @@ impl Gateway {
             }
             TokenLookup::Disabled(user) => {
                 people::audit_login(people, peer, door, &LoginOutcome::Disabled(&user));
-                Err(self.refuse(peer))
+                Err(self.refuse(peer, door).await)
             }
             TokenLookup::Unknown => {
                 if self.auth.check_secret_async(presented.to_owned()).await {
-                    return Some(self.verdict(peer, true, door));
+                    return Some(self.verdict(peer, true, door).await);
                 }
                 people::audit_login(people, peer, door, &LoginOutcome::UnknownToken);
-                Err(self.refuse(peer))
+                Err(self.refuse(peer, door).await)
             }
         })
-    }
-
-    fn locked_out(&self, peer: IpAddr) -> Result<(), Refusal> {
-        match self.limiter.blocked_for(peer, Instant::now()) {
-            Some(wait) => Err(Refusal::LockedOut(wait)),
-            None => Ok(()),
-        }
     }
 
     /// The verdict on the gateway's own credentials. With people on, a WebSocket login
     /// and every failure are audited (the owner's HTTP requests are not: a scraper would
     /// fill the trail).
-    fn verdict(&self, peer: IpAddr, ok: bool, door: Door) -> Result<Caller, Refusal> {
+    async fn verdict(&self, peer: IpAddr, ok: bool, door: Door) -> Result<Caller, Refusal> {
         if let Some(people) = &self.people {
             match (ok, door) {
                 (true, Door::WebSocket) => people::audit_login(people, peer, door, &LoginOutcome::Owner),
@@ -269,15 +270,26 @@ impl Gateway {
                 (false, _) => people::audit_login(people, peer, door, &LoginOutcome::WrongCredentials),
             }
         }
-        if ok { Ok(Caller::Owner) } else { Err(self.refuse(peer)) }
+        if ok { Ok(Caller::Owner) } else { Err(self.refuse(peer, door).await) }
     }
 
-    /// Counts a failed attempt of `peer`.
-    fn refuse(&self, peer: IpAddr) -> Refusal {
-        self.limiter.record_failure(peer, Instant::now());
+    /// Counts and logs a failed attempt of `peer` (never what it presented) and answers it
+    /// after the limiter's delay, or as rate limited once the address failed too often.
+    async fn refuse(&self, peer: IpAddr, door: Door) -> Refusal {
+        let (failures, penalty) = self.limiter.record_failure(peer, Instant::now());
         self.metrics.error("auth");
-        tracing::warn!(%peer, "refused a client with missing or wrong credentials");
-        Refusal::Unauthorized
+        let door = door.name();
+        match penalty {
+            limiter::Penalty::Delay(delay) => {
+                tracing::warn!(%peer, door, failures, "refused a client with missing or wrong credentials");
+                tokio::time::sleep(delay).await;
+                Refusal::Unauthorized
+            }
+            limiter::Penalty::Refuse(wait) => {
+                tracing::warn!(%peer, door, failures, "refused a client with wrong credentials: too many failures");
+                Refusal::LockedOut(wait)
+            }
+        }
     }
 
     pub(crate) fn gauges(&self) -> metrics::Gauges {
@@ -322,6 +334,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/webhook/{name}", post(channels::webhook))
+        .layer(axum::middleware::from_fn_with_state(gateway.clone(), guard::check))
         .with_state(gateway)
 }
 
@@ -337,21 +350,16 @@ pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: Cancell
     });
     let bus_task = bus::start(&gateway, shutdown.clone());
     let stopping = gateway.clone();
-    // Streamed replies are many small writes: without TCP_NODELAY, Nagle's algorithm holds
-    // them back and adds tens of milliseconds to the tail.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "can't set TCP_NODELAY");
-        }
-    });
-    let served = axum::serve(listener, router(gateway.clone()).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move {
-            shutdown.cancelled().await;
-            // New turns are refused from here; running ones finish before clients close.
-            stopping.runner.drain().await;
-            stopping.shutdown.cancel();
-        })
-        .await;
+    let listener = guard::NoDelay(listener);
+    let served =
+        axum::serve(listener, router(gateway.clone()).into_make_service_with_connect_info::<guard::Addresses>())
+            .with_graceful_shutdown(async move {
+                shutdown.cancelled().await;
+                // New turns are refused from here; running ones finish before clients close.
+                stopping.runner.drain().await;
+                stopping.shutdown.cancel();
+            })
+            .await;
     gateway.runner.drain().await;
     gateway.shutdown.cancel();
     // WebSocket connections outlive the HTTP server's own tracking: let them say goodbye.

@@ -136,12 +136,32 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let response = match gateway.authorize(&headers, peer.ip(), Door::Http("openai")).await {
-        Ok(caller) => answer(&gateway, &caller, &body).await,
-        Err(refusal) => refused(refusal),
+    let response = if !is_json(&headers) {
+        // A browser sends a cross-site `text/plain` or form POST without asking first; JSON
+        // needs a preflight that this API never answers, so only JSON may come in.
+        error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "the body must be sent as Content-Type: application/json",
+        )
+    } else {
+        match gateway.authorize(&headers, peer.ip(), Door::Http("openai")).await {
+            Ok(caller) => answer(&gateway, &caller, &body).await,
+            Err(refusal) => refused(refusal),
+        }
     };
     gateway.metrics.request("/v1/chat/completions", response.status().as_u16());
     response
+}
+
+/// True when the request says its body is `application/json` (parameters such as
+/// `charset` aside).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// Opens a person's session before their turn: made in their context when new, refused

@@ -59,7 +59,7 @@ pub(crate) enum Door {
 }
 
 impl Door {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Door::WebSocket => "websocket",
             Door::Http(route) => route,

@@ -49,7 +49,8 @@ async fn measure(label: &str, home: &Path, channels: &[&str]) {
     let base = first.strip_prefix("listening on ").expect("the gateway started").to_owned();
     let http = reqwest::Client::new();
     for _ in 0..600 {
-        let health: Value = http.get(format!("{base}/health")).send().await.unwrap().json().await.unwrap();
+        let health: Value =
+            http.get(format!("{base}/health")).bearer_auth("bench-token").send().await.unwrap().json().await.unwrap();
         let running =
             channels.iter().all(|name| health["components"]["channels"][name]["status"].as_str() == Some("running"));
         if running {
@@ -58,7 +59,8 @@ async fn measure(label: &str, home: &Path, channels: &[&str]) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(IDLE).await;
-    let health: Value = http.get(format!("{base}/health")).send().await.unwrap().json().await.unwrap();
+    let health: Value =
+        http.get(format!("{base}/health")).bearer_auth("bench-token").send().await.unwrap().json().await.unwrap();
     for name in channels {
         assert_eq!(health["components"]["channels"][name]["status"], "running", "{name}: {health}");
     }

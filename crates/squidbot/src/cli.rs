@@ -102,6 +102,39 @@ pub enum Command {
     /// The audit trail: tool calls, approvals, logins, user and role changes, skill
     /// installs, budget refusals; `audit verify` checks its keyed chain.
     Audit(AuditArgs),
+    /// The secrets vault: credentials encrypted in the database, referenced from
+    /// config.toml as "secret:NAME". Values are never arguments and never printed.
+    Secrets {
+        /// Which secrets action.
+        #[command(subcommand)]
+        action: SecretsAction,
+    },
+}
+
+/// `squidbot secrets …`.
+#[derive(Debug, Subcommand)]
+pub enum SecretsAction {
+    /// Store a secret (replacing its value if it exists). The value is read from a hidden
+    /// prompt, or from standard input when that is not a terminal.
+    Set {
+        /// Letters, digits, `_`, `.` and `-`, at most 64; referenced as "secret:NAME".
+        name: String,
+    },
+    /// List the secrets: names, when stored and when last used, never values.
+    List(JsonFlag),
+    /// Delete a secret.
+    Rm {
+        /// The secret's name.
+        name: String,
+    },
+    /// Replace the value of an existing secret (read like `set`).
+    Rotate {
+        /// The secret's name.
+        name: String,
+    },
+    /// Move every plaintext credential of config.toml into the vault and rewrite the file
+    /// to reference them, keeping its comments and layout.
+    ImportConfig,
 }
 
 /// `squidbot users …`.

@@ -11,6 +11,7 @@ mod gateway_client;
 mod memory;
 mod onboard;
 mod repl;
+mod secrets;
 mod send;
 mod sessions;
 mod skills;
@@ -90,6 +91,7 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
             let environment = Environment::load()?;
             audit::run(&environment, &arguments).map(|()| ExitCode::SUCCESS)
         }
+        Command::Secrets { action } => secrets::run(action).map(|()| ExitCode::SUCCESS),
         Command::Maintenance => {
             let environment = Environment::load()?;
             for line in runtime.block_on(crate::jobs::run_system_jobs_now(&environment))? {

@@ -1,5 +1,8 @@
 //! Loading `config.toml`: parse, apply `SQUIDBOT__SECTION__KEY` env overrides, check the
-//! shape (errors name the key) and the cross-field rules.
+//! shape (errors name the key), resolve `"secret:NAME"` values from the vault, and the
+//! cross-field rules.
+
+pub mod vault;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -23,8 +26,17 @@ pub struct LoadedConfig {
     pub env_keys: Vec<String>,
 }
 
-/// Reads the config file (a missing file means all defaults) and applies env overrides.
+/// Reads the config file (a missing file means all defaults), applies env overrides and
+/// replaces every `"secret:NAME"` credential with its value from the vault.
 pub fn load(path: &Path) -> Result<LoadedConfig> {
+    let mut loaded = load_unresolved(path)?;
+    vault::resolve(&mut loaded.config, path)?;
+    Ok(loaded)
+}
+
+/// [`load`] without the vault: `"secret:NAME"` values stay as written (the `secrets`
+/// commands must run while a referenced secret is still missing).
+pub fn load_unresolved(path: &Path) -> Result<LoadedConfig> {
     let (mut table, file_exists) = match std::fs::read_to_string(path) {
         Ok(text) => {
             let table: toml::Table = toml::from_str(&text)
@@ -243,14 +255,15 @@ fn password_issue(auth: &GatewayAuthConfig) -> Option<ConfigIssue> {
     squidbot_server::Auth::from_password_hash(&hash).err().and_then(|problem| issue(key, problem))
 }
 
-/// Every secret value the config can reach (inline keys and the env vars they name),
-/// so logs can scrub them.
+/// Every secret value the config can reach (inline keys, values resolved from the vault
+/// and the env vars they name), so logs can scrub them.
 pub fn secret_values(config: &Config) -> Vec<String> {
     let mut values = Vec::new();
     for (name, provider) in &config.providers {
         if let Some(key) = &provider.api_key {
             values.push(key.expose().to_owned());
         }
+        values.extend(provider.headers.values().map(|header| header.expose().to_owned()));
         let preset_env = squidbot_llm::preset(name).map(|preset| preset.api_key_env.to_owned());
         for variable in provider.api_key_env.iter().cloned().chain(preset_env) {
             if let Ok(value) = std::env::var(&variable) {
@@ -282,7 +295,8 @@ pub fn secret_values(config: &Config) -> Vec<String> {
             values.push(value);
         }
     }
-    values.retain(|value| value.len() >= 4);
+    // An unresolved `secret:NAME` reference is a name, not a secret.
+    values.retain(|value| value.len() >= 4 && !value.starts_with(vault::SECRET_PREFIX));
     values.sort();
     values.dedup();
     values

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         return code;
     }
     limit_allocator_arenas();
+    keep_files_private();
     let cli = cli::Cli::parse();
     // Blocking work (SQLite, session appends, file tools) gets a bounded pool: under a
     // thousand concurrent turns the default 512 threads only add memory and contention.
@@ -74,3 +75,14 @@ fn limit_allocator_arenas() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn limit_allocator_arenas() {}
+
+/// Everything squidbot creates (the home, the database, transcripts, memory, keys) is
+/// its user's alone: directories 700, files 600, whatever the shell's umask was.
+fn keep_files_private() {
+    // SAFETY: umask only sets the process's file-creation mask; it takes and returns an
+    // integer and cannot fail.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::umask(0o077);
+    }
+}

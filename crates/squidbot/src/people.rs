@@ -4,7 +4,7 @@
 //! People's roles (`[user_roles.<name>]`) are not agent roles (`[agents.<role>]`): every
 //! message here says "people's role" or "agent role".
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
@@ -13,7 +13,7 @@ use squidbot_core::clock::{SystemClock, unix_millis};
 use squidbot_core::delegation::roles as agent_roles;
 use squidbot_core::people::{Directory, OWNER_CONTEXT, People, PeopleSettings, PeopleStores, RoleBook};
 use squidbot_llm::ConfigIssue;
-use squidbot_store::{SqliteApprovals, SqliteAudit, SqliteDirectory, SqliteUsage, load_or_create_audit_key};
+use squidbot_store::{Database, SqliteApprovals, SqliteAudit, SqliteDirectory, SqliteUsage, load_or_create_audit_key};
 use squidbot_types::config::Config;
 use squidbot_types::people::{ADMIN, AuditKind, BUILT_IN_ROLES, Identity, User};
 use squidbot_types::sandbox::SandboxBackend;
@@ -35,15 +35,19 @@ pub struct PeopleDatabase {
     pub key: Vec<u8>,
 }
 
-/// Where the audit key lives: beside the database, out of every command's reach.
-pub fn audit_key_path(environment: &Environment) -> PathBuf {
-    environment.paths.home.join("audit.key")
-}
+/// The audit key's file name in `$SQUIDBOT_HOME`: beside the database, out of every
+/// command's reach.
+const AUDIT_KEY_FILE: &str = "audit.key";
 
 /// Opens the people's stores (creating the audit key on first use).
 pub fn open(environment: &Environment) -> Result<PeopleDatabase> {
-    let database = environment.database()?;
-    let key_path = audit_key_path(environment);
+    open_at(&environment.paths.home, environment.database()?)
+}
+
+/// [`open`] for commands that run without an [`Environment`] (the `secrets` commands,
+/// which must work while the config names a secret not stored yet).
+pub fn open_at(home: &Path, database: Database) -> Result<PeopleDatabase> {
+    let key_path = home.join(AUDIT_KEY_FILE);
     let key = load_or_create_audit_key(&key_path)
         .map_err(|error| anyhow::anyhow!("{error}"))
         .with_context(|| format!("the audit key {}", key_path.display()))?;

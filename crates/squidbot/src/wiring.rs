@@ -265,7 +265,11 @@ impl Environment {
         let mut registry = ToolRegistry::new();
         let memory_tools =
             squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
-        let web_tools = squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok())?;
+        let web_tools = squidbot_web::web_tools(
+            &self.config().tools.web,
+            &|name| std::env::var(name).ok(),
+            squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config())),
+        )?;
         let builtin = squidbot_tools::builtin_tools_for_people(
             &self.config().tools,
             self.sandbox(),
@@ -366,10 +370,13 @@ impl Environment {
 
     /// The servers of `[mcp]`, checked but not started; `None` when none is enabled.
     pub fn mcp(&self) -> Result<Option<Arc<McpManager>>> {
-        let manager = McpManager::from_config(&self.config().mcp).map_err(|issues| {
-            let lines: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            anyhow!("invalid config {}: {}", self.paths.config.display(), lines.join("; "))
-        })?;
+        let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config()));
+        let manager = McpManager::from_config(&self.config().mcp)
+            .map(|manager| manager.with_leak_scanner(leaks))
+            .map_err(|issues| {
+                let lines: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                anyhow!("invalid config {}: {}", self.paths.config.display(), lines.join("; "))
+            })?;
         Ok((!manager.is_empty()).then(|| Arc::new(manager)))
     }
 

@@ -2,7 +2,7 @@
 //! index, bulletin cache, job ledger, scheduled jobs, bus journal, approved senders and
 //! pairing codes, people: users, usage, approvals and the audit trail), JSONL session
 //! tree files, per-context memory documents, the filesystem workspace, channel
-//! attachments and the directories of people's and groups' contexts.
+//! attachments, the directories of people's and groups' contexts, and the secrets vault.
 
 mod bulletin;
 mod bus_journal;
@@ -20,6 +20,7 @@ mod memory_documents;
 mod memory_store;
 mod people;
 mod session_index;
+mod vault;
 mod watched_file;
 mod workspace;
 
@@ -46,6 +47,9 @@ pub use people::{
 };
 pub use session_index::{
     Activity, ActivityUpdate, RecordedActivity, SessionIndexEntry, SessionStatus, SqliteSessionIndex,
+};
+pub use vault::{
+    MAX_SECRET_NAME_BYTES, VAULT_KEY_BYTES, Vault, VaultEntry, VaultError, VaultKey, VaultKeySource, check_secret_name,
 };
 pub use watched_file::FsWatchedFile;
 pub use workspace::{FsWorkspace, MAX_WORKSPACE_FILE_BYTES};

@@ -21,6 +21,8 @@ mod memories;
 mod people;
 #[path = "store/people_contexts.rs"]
 mod people_contexts;
+#[path = "store/vault.rs"]
+mod vault;
 #[path = "store/vectors.rs"]
 mod vectors;
 
@@ -35,10 +37,11 @@ use squidbot_core::workspace::WorkspaceFiles;
 use squidbot_store::{FsWorkspace, JsonlSessionStore, MAX_WORKSPACE_FILE_BYTES, encode_key};
 use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 
-/// Drops what schema 8 (people) added, for tests that turn a new database back into an
+/// Drops what schemas 8 to 10 (people, daily usage, the vault) added, for tests that turn a new database back into an
 /// older one.
 const DROP_PEOPLE: &str = "DROP TABLE identities; DROP TABLE users; DROP TABLE usage; DROP TABLE usage_notices; \
-     DROP TABLE approvals; DROP TABLE audit_log; DROP TABLE audit_head; DROP TABLE usage_daily;";
+     DROP TABLE approvals; DROP TABLE audit_log; DROP TABLE audit_head; DROP TABLE usage_daily; \
+     DROP TABLE vault_secrets;";
 
 fn header(key: &str, created: &str) -> SessionHeader {
     SessionHeader {

@@ -64,6 +64,29 @@ pub struct Config {
     pub audit: AuditConfig,
     /// Prices per model, `[prices."provider/model"]`.
     pub prices: BTreeMap<String, ModelPrice>,
+    /// The secrets vault that `"secret:NAME"` values are read from.
+    pub vault: VaultConfig,
+}
+
+/// `[vault]`: where the key of the secrets vault comes from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VaultConfig {
+    /// `file` (the default): the key file `$SQUIDBOT_HOME/vault.key`; `passphrase`: a key
+    /// derived from a passphrase asked on the terminal at start (or read from
+    /// `SQUIDBOT_VAULT_PASSPHRASE`, which is used whenever it is set).
+    pub key: VaultKeyMode,
+}
+
+/// Where the vault key comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VaultKeyMode {
+    /// `$SQUIDBOT_HOME/vault.key`, made on first use.
+    #[default]
+    File,
+    /// argon2id of a passphrase.
+    Passphrase,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <
@@ -151,11 +174,27 @@ pub struct GatewayConfig {
     pub port: u16,
     /// `[gateway.auth]`.
     pub auth: GatewayAuthConfig,
+    /// Host names (optionally `name:port`) requests may address besides the bound IP
+    /// address (and `localhost` on loopback): a reverse proxy's public name, a LAN name.
+    /// Any other `Host` is refused, which stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins (`https://chat.example.com`) whose pages may open the WebSocket
+    /// besides the gateway's own; clients that send no `Origin` are not affected.
+    pub allowed_origins: Vec<String>,
+    /// Serve `/metrics` without credentials (for a scraper on a trusted network).
+    pub metrics_open: bool,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self { bind: "127.0.0.1".into(), port: 18789, auth: GatewayAuthConfig::default() }
+        Self {
+            bind: "127.0.0.1".into(),
+            port: 18789,
+            auth: GatewayAuthConfig::default(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            metrics_open: false,
+        }
     }
 }
 
@@ -314,8 +353,9 @@ pub struct ProviderConfig {
     pub api_key: Option<Secret>,
     /// Name of an environment variable holding the key.
     pub api_key_env: Option<String>,
-    /// Extra HTTP headers sent with every request.
-    pub headers: BTreeMap<String, String>,
+    /// Extra HTTP headers sent with every request. Secrets: they often carry keys, so
+    /// they redact themselves wherever the configuration is shown.
+    pub headers: BTreeMap<String, Secret>,
     /// Context window in tokens for this provider's models.
     pub context_window: Option<u32>,
     /// Whether its models take images (photos people send through channels); defaults

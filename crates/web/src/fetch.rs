@@ -10,11 +10,13 @@ use reqwest::redirect::Policy;
 use reqwest::{Client, Response, Url};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 use squidbot_types::config::WebConfig;
 use tokio::time::{Instant, timeout_at};
 
+use crate::boundary::{WebPolicy, refuse_secrets};
 use crate::content::{self, Kind, NotText};
 use crate::guard::{NoLookups, SsrfGuard, Vetted};
 use crate::{html, innermost_cause, parse, schema};
@@ -73,6 +75,10 @@ impl Default for FetchLimits {
 pub struct WebFetchTool {
     guard: SsrfGuard,
     limits: FetchLimits,
+    /// Finds secrets in URLs before they leave.
+    leaks: LeakScanner,
+    /// The request limit and host lists (shared with `web_search`).
+    policy: Arc<WebPolicy>,
 }
 
 /// Why reading a body stopped before its end.
@@ -89,21 +95,49 @@ enum Cut {
 impl WebFetchTool {
     /// A `web_fetch` that reaches public addresses only.
     pub fn new(limits: FetchLimits) -> Self {
-        Self { guard: SsrfGuard::public_only(), limits }
+        Self { guard: SsrfGuard::public_only(), limits, leaks: LeakScanner::default(), policy: Arc::default() }
     }
 
     /// For tests against a local server: like [`WebFetchTool::new`] but `127.0.0.1:<port>`
     /// is reachable too, and no other loopback address or port. There is deliberately no
     /// configuration key for this.
     pub fn new_with_allowed_loopback_port(limits: FetchLimits, port: u16) -> Self {
-        Self { guard: SsrfGuard::with_allowed_loopback_port(port), limits }
+        Self {
+            guard: SsrfGuard::with_allowed_loopback_port(port),
+            limits,
+            leaks: LeakScanner::default(),
+            policy: Arc::default(),
+        }
     }
 
-    async fn fetch(&self, arguments: WebFetchArguments, deadline: Instant) -> Result<ToolOutput, ToolError> {
+    /// Refuses URLs that carry one of these configured secrets (key shapes are refused
+    /// without it).
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
+        self
+    }
+
+    /// Applies `[tools.web]`'s request limit and host lists (shared with `web_search`).
+    pub fn with_policy(mut self, policy: Arc<WebPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    async fn fetch(
+        &self,
+        arguments: WebFetchArguments,
+        session: &str,
+        deadline: Instant,
+    ) -> Result<ToolOutput, ToolError> {
         let shown = arguments.url.trim();
         let max_chars = arguments.max_chars.unwrap_or(DEFAULT_MAX_CHARS).clamp(1, MAX_MAX_CHARS);
+        // Checked before the URL is parsed or shown anywhere: a refused URL is not echoed.
+        refuse_secrets(&self.leaks, shown, "the URL")?;
         let mut url = Url::parse(shown)
             .map_err(|error| ToolError::RespondToModel(format!("can't fetch {shown}: not a valid URL ({error})")))?;
+        refuse_secrets(&self.leaks, url.as_str(), "the URL")?;
+        self.check_host(&url)?;
+        self.policy.admit(session, "web_fetch")?;
         let mut chain = vec![url.clone()];
         let response = loop {
             let response = self.request(&url, deadline).await?;
@@ -129,6 +163,7 @@ impl WebFetchTool {
                     "can't fetch {shown}: too many redirects ({MAX_REDIRECTS}); the last one pointed to {next}"
                 )));
             }
+            self.check_host(&next)?;
             chain.push(next.clone());
             url = next;
         };
@@ -159,6 +194,15 @@ impl WebFetchTool {
             ToolError::RespondToModel(message)
         })?;
         Ok(ToolOutput::text(self.compose(&chain, &media_type, title, &text, cut.as_ref(), max_chars)))
+    }
+
+    /// The allow and block lists, for the first URL and every redirect.
+    fn check_host(&self, url: &Url) -> Result<(), ToolError> {
+        match url.host_str() {
+            Some(host) => self.policy.check_host(host.trim_start_matches('[').trim_end_matches(']'), "web_fetch"),
+            // The SSRF guard refuses a URL without a host.
+            None => Ok(()),
+        }
     }
 
     /// Vets `url` and sends one GET to exactly the vetted addresses.
@@ -309,7 +353,7 @@ impl Tool for WebFetchTool {
         let deadline = Instant::now() + self.limits.total_timeout;
         tokio::select! {
             () = context.cancel.cancelled() => Err(ToolError::RespondToModel("web_fetch was cancelled".to_owned())),
-            result = self.fetch(arguments, deadline) => result,
+            result = self.fetch(arguments, &context.session_key, deadline) => result,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! Markdown) and `web_search` (SearXNG, Brave or DuckDuckGo).
 
 pub mod address;
+pub mod boundary;
 mod content;
 pub mod fetch;
 pub mod guard;
@@ -12,9 +13,11 @@ pub mod search;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::tool::{DynTool, ToolError, parse_arguments};
 use squidbot_types::config::WebConfig;
 
+pub use boundary::WebPolicy;
 pub use fetch::{FetchLimits, WebFetchTool};
 pub use guard::{Refusal, SsrfGuard};
 pub use search::{SearchResult, WebSearchTool};
@@ -28,17 +31,24 @@ pub enum SetupError {
 }
 
 /// `web_fetch` and `web_search` as configured by `[tools.web]`, or none when it is
-/// disabled. `environment` looks up `brave_api_key_env`.
+/// disabled. `environment` looks up `brave_api_key_env`; `leaks` holds the configured
+/// secrets no request may carry. Both tools share one request limit.
 pub fn web_tools(
     config: &WebConfig,
     environment: &dyn Fn(&str) -> Option<String>,
+    leaks: LeakScanner,
 ) -> Result<Vec<Arc<dyn DynTool>>, SetupError> {
     if !config.enabled {
         return Ok(Vec::new());
     }
+    let policy = Arc::new(WebPolicy::from_config(config));
     Ok(vec![
-        Arc::new(WebFetchTool::new(FetchLimits::from_config(config))),
-        Arc::new(WebSearchTool::from_config(config, environment)?),
+        Arc::new(
+            WebFetchTool::new(FetchLimits::from_config(config))
+                .with_policy(policy.clone())
+                .with_leak_scanner(leaks.clone()),
+        ),
+        Arc::new(WebSearchTool::from_config(config, environment)?.with_policy(policy).with_leak_scanner(leaks)),
     ])
 }
 
@@ -68,7 +78,7 @@ mod tests {
 
     #[test]
     fn both_tools_are_offered_and_neither_mutates() {
-        let tools = web_tools(&WebConfig::default(), &|_| None).unwrap_or_default();
+        let tools = web_tools(&WebConfig::default(), &|_| None, LeakScanner::default()).unwrap_or_default();
         let names: Vec<String> = tools.iter().map(|tool| tool.spec().name).collect();
         assert_eq!(names, ["web_fetch", "web_search"]);
         assert!(tools.iter().all(|tool| !tool.mutates()));
@@ -88,6 +98,6 @@ mod tests {
     #[test]
     fn disabled_means_no_tools() {
         let config = WebConfig { enabled: false, ..WebConfig::default() };
-        assert!(web_tools(&config, &|_| None).unwrap_or_default().is_empty());
+        assert!(web_tools(&config, &|_| None, LeakScanner::default()).unwrap_or_default().is_empty());
     }
 }

@@ -8,16 +8,19 @@ mod brave;
 mod duckduckgo;
 mod searxng;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Client, StatusCode, Url};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 use squidbot_types::config::{SearchBackend, WebConfig};
 use squidbot_types::secret::Secret;
 
+use crate::boundary::{WebPolicy, refuse_secrets};
 use crate::fetch::CONNECT_TIMEOUT;
 use crate::{SetupError, innermost_cause, parse, schema};
 
@@ -112,6 +115,10 @@ impl Backend {
 pub struct WebSearchTool {
     backend: Backend,
     client: Client,
+    /// Finds secrets in queries before they leave.
+    leaks: LeakScanner,
+    /// The request limit (shared with `web_fetch`).
+    policy: Arc<WebPolicy>,
 }
 
 /// A failed search, already worded for the model.
@@ -130,14 +137,35 @@ impl WebSearchTool {
             .user_agent(concat!("Mozilla/5.0 (compatible; squidbot/", env!("CARGO_PKG_VERSION"), ")"))
             .build()
             .map_err(|error| SetupError::Client(error.to_string()))?;
-        Ok(WebSearchTool { backend: Backend::from_config(config, environment), client })
+        Ok(WebSearchTool {
+            backend: Backend::from_config(config, environment),
+            client,
+            leaks: LeakScanner::default(),
+            policy: Arc::default(),
+        })
     }
 
-    async fn search(&self, arguments: WebSearchArguments) -> Result<ToolOutput, ToolError> {
+    /// Refuses queries that carry one of these configured secrets (key shapes are refused
+    /// without it).
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
+        self
+    }
+
+    /// Applies `[tools.web]`'s request limit (shared with `web_fetch`).
+    pub fn with_policy(mut self, policy: Arc<WebPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    async fn search(&self, arguments: WebSearchArguments, session: &str) -> Result<ToolOutput, ToolError> {
         let query = arguments.query.trim();
         if query.is_empty() {
             return Err(ToolError::RespondToModel("can't search: the query is empty".to_owned()));
         }
+        // The query goes out in the URL (or the form body): what it carries leaves.
+        refuse_secrets(&self.leaks, query, "the search query")?;
+        self.policy.admit(session, "web_search")?;
         let count = arguments.count.unwrap_or(DEFAULT_COUNT).clamp(1, MAX_COUNT);
         let results = match &self.backend {
             Backend::Searxng { base } => searxng::search(&self.client, base, query).await,
@@ -234,7 +262,7 @@ impl Tool for WebSearchTool {
         let arguments: WebSearchArguments = parse(arguments)?;
         tokio::select! {
             () = context.cancel.cancelled() => Err(ToolError::RespondToModel("web_search was cancelled".to_owned())),
-            result = self.search(arguments) => result,
+            result = self.search(arguments, &context.session_key) => result,
         }
     }
 }

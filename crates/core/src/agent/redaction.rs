@@ -1,6 +1,6 @@
 //! Secrets kept out of what leaves the agent: the streamed reply (redacted as it streams),
 //! then the one place every finished text is redacted (the reply, tool output, tool-call
-//! arguments shown in events), with its log line and warning.
+//! arguments shown in events and stored in the session), with its log line and warning.
 
 use std::sync::Mutex;
 
@@ -25,6 +25,12 @@ pub(super) enum Outbound<'a> {
     /// The arguments of a call of `tool`, as announced in its event (logged, not warned:
     /// the call itself runs with them).
     ToolArguments {
+        /// The tool's name.
+        tool: &'a str,
+    },
+    /// The arguments of a call of `tool`, as the session file keeps them (logged, not
+    /// warned: the call itself runs with them).
+    StoredArguments {
         /// The tool's name.
         tool: &'a str,
     },
@@ -58,6 +64,9 @@ pub(super) fn redact(leaks: &LeakScanner, text: String, outbound: Outbound<'_>, 
         }
         Outbound::ToolArguments { tool } => {
             tracing::warn!(tool = %tool, kinds = ?kinds, "redacted secrets from a tool call's arguments in its event");
+        }
+        Outbound::StoredArguments { tool } => {
+            tracing::warn!(tool = %tool, kinds = ?kinds, "redacted secrets from a tool call's arguments in the session file");
         }
     }
     redacted

@@ -353,10 +353,17 @@ impl Turn<'_> {
             usage: Some(completion.usage),
             interrupted: false,
         }];
+        // The session file keeps the arguments redacted; the tools run with them as the
+        // model wrote them (`completion.tool_calls` below).
         bodies.extend(completion.tool_calls.iter().map(|call| EntryBody::ToolCall {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            arguments: call.arguments.clone(),
+            arguments: redact(
+                &self.agent.leaks,
+                call.arguments.clone(),
+                Outbound::StoredArguments { tool: &call.name },
+                self.events,
+            ),
         }));
         self.agent.record(session, bodies, Durability::Synced).await?;
         if completion.tool_calls.is_empty() {
@@ -443,5 +450,105 @@ fn interrupted_reply(content: String) -> EntryBody {
         model: None,
         usage: None,
         interrupted: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::{Arc, Mutex};
+    use std::time::SystemTime;
+
+    use squidbot_types::ToolSpec;
+    use squidbot_types::session::EntryBody;
+    use tokio_util::sync::CancellationToken;
+
+    use crate::agent::{Agent, AgentEvents, AgentSettings, RuntimeInfo};
+    use crate::clock::FixedClock;
+    use crate::leaks::LeakScanner;
+    use crate::scripted::{ScriptedModel, calls, text};
+    use crate::store::DynSessionStore;
+    use crate::store::memory::MemorySessionStore;
+    use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+    use crate::workspace::MemoryWorkspace;
+
+    /// Keeps the arguments it is called with.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<serde_json::Value>>);
+
+    impl Tool for Arc<Recorder> {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "write_note".into(),
+                description: "writes a note".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }
+        }
+
+        fn mutates(&self) -> bool {
+            false
+        }
+
+        async fn call<'a>(
+            &'a self,
+            arguments: serde_json::Value,
+            _context: &'a ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(arguments);
+            Ok(ToolOutput::text("written"))
+        }
+    }
+
+    struct Quiet;
+    impl AgentEvents for Quiet {}
+
+    #[tokio::test]
+    async fn a_tool_calls_secret_arguments_are_stored_redacted_and_the_tool_gets_them_verbatim() {
+        let arguments = r#"{"path":"notes.txt","content":"pw correct-horse-battery-staple, key sk-proj-abcdefghijklmnopqrstuvwx1234"}"#;
+        let provider = ScriptedModel::new(vec![calls(&[("a", "write_note", arguments)]), text("done")]);
+        let recorder = Arc::new(Recorder::default());
+        let mut tools = ToolRegistry::new();
+        tools.register(Arc::new(recorder.clone()));
+        let store = Arc::new(MemorySessionStore::new());
+        let settings = AgentSettings {
+            model: "fake/model".into(),
+            max_turns: 5,
+            max_tokens: 100,
+            temperature: None,
+            context_window: 10_000,
+            stream: true,
+            workspace: PathBuf::from("/tmp"),
+            runtime: RuntimeInfo::default(),
+            context: "owner".into(),
+        };
+        let agent = Agent::new(
+            provider,
+            tools,
+            store.clone(),
+            Arc::new(MemoryWorkspace::new()),
+            Arc::new(FixedClock(SystemTime::UNIX_EPOCH)),
+            settings,
+        )
+        .with_leak_scanner(LeakScanner::new(["correct-horse-battery-staple".to_owned()]));
+        let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+        agent.run_turn(&mut session, "save it", &Quiet, &CancellationToken::new()).await.unwrap();
+
+        let received = recorder.0.lock().unwrap().clone();
+        let verbatim: serde_json::Value = serde_json::from_str(arguments).unwrap();
+        assert_eq!(received, [verbatim], "the tool gets the arguments as the model wrote them");
+        let entries = store.load_boxed("cli:local").await.unwrap().unwrap().entries;
+        let stored: Vec<&str> = entries
+            .iter()
+            .filter_map(|entry| match &entry.body {
+                EntryBody::ToolCall { arguments, .. } => Some(arguments.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            stored,
+            [r#"{"path":"notes.txt","content":"pw [REDACTED:configured_secret], key [REDACTED:openai_key]"}"#]
+        );
+        let everything = format!("{entries:?}");
+        assert!(!everything.contains("battery") && !everything.contains("abcdefghij"), "{everything}");
     }
 }

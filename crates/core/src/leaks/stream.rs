@@ -2,7 +2,13 @@
 //! that is safe to emit now, holding back only a tail that could still turn into a
 //! secret once more text arrives.
 
-use super::{Finding, LeakScanner, PEM_BEGIN, SHAPES, token_char, write_redacted};
+use super::encodings::Visible;
+use super::shapes::{PATTERNS, SHAPES, pattern_starts_at, token_char};
+use super::{Finding, LeakScanner, PEM_BEGIN, write_redacted};
+
+/// Characters emitted last kept as context: whether a key starts a word, or follows
+/// `bot` as a Telegram token does, is settled by what came before it.
+const CONTEXT_CHARS: usize = 3;
 
 /// Longest PEM label [`LeakScanner::scan`] accepts; a header still open past it is no key.
 const PEM_LABEL_MAX: usize = 40;
@@ -21,9 +27,9 @@ pub struct StreamRedactor<'a> {
     scanner: &'a LeakScanner,
     /// Text received and not emitted yet.
     pending: String,
-    /// The last character emitted (unredacted): a key prefix right after a word
+    /// The last characters emitted (unredacted): a key prefix right after a word
     /// character is not a key, so the boundary must be known across pieces.
-    previous: Option<char>,
+    previous: String,
     /// What was redacted so far.
     findings: Vec<&'static str>,
 }
@@ -31,7 +37,7 @@ pub struct StreamRedactor<'a> {
 impl<'a> StreamRedactor<'a> {
     /// A redactor using `scanner`'s shapes and configured values.
     pub fn new(scanner: &'a LeakScanner) -> Self {
-        Self { scanner, pending: String::new(), previous: None, findings: Vec::new() }
+        Self { scanner, pending: String::new(), previous: String::new(), findings: Vec::new() }
     }
 
     /// Takes in `delta`; returns the text safe to emit now (possibly empty).
@@ -67,7 +73,7 @@ impl<'a> StreamRedactor<'a> {
     /// Drops what is held (the text streamed so far is void: the provider starts over).
     pub fn reset(&mut self) {
         self.pending.clear();
-        self.previous = None;
+        self.previous.clear();
     }
 
     /// Kinds of the secrets redacted since the last call.
@@ -75,18 +81,16 @@ impl<'a> StreamRedactor<'a> {
         std::mem::take(&mut self.findings)
     }
 
-    /// The held text with the last emitted character in front, and that character's length.
+    /// The held text with the last emitted characters in front, and their length.
     fn window(&self) -> (String, usize) {
-        let mut window = String::with_capacity(self.pending.len() + 4);
-        if let Some(previous) = self.previous {
-            window.push(previous);
-        }
+        let mut window = String::with_capacity(self.pending.len() + self.previous.len());
+        window.push_str(&self.previous);
         let offset = window.len();
         window.push_str(&self.pending);
         (window, offset)
     }
 
-    /// Secrets in the held text; the character in front only tells whether a key prefix
+    /// Secrets in the held text; the characters in front only tell whether a key prefix
     /// starts a word (what starts in it was settled when it went out).
     fn scan(&self, window: &str, offset: usize) -> Vec<Finding> {
         let mut findings = self.scanner.scan(window);
@@ -107,15 +111,30 @@ impl<'a> StreamRedactor<'a> {
         if position < cut {
             output.push_str(&window[position..cut]);
         }
-        if let Some(last) = window[..cut].chars().next_back() {
-            self.previous = Some(last);
-        }
+        let context_start =
+            window[..cut].char_indices().rev().nth(CONTEXT_CHARS - 1).map_or(0, |(position, _)| position);
+        self.previous = window[context_start..cut].to_owned();
         output
     }
 
     /// The earliest position in `window` (at or after `offset`) from which the text could
-    /// still become a secret; `window.len()` when none.
+    /// still become a secret; `window.len()` when none. Zero-width characters could be
+    /// splitting a value, so the view without them is checked too.
     fn hold_from(&self, window: &str, offset: usize, findings: &[Finding]) -> usize {
+        let hold = self.hold_in(window, offset, findings);
+        let Some(visible) = Visible::of(window) else { return hold };
+        let view_offset = visible.view_position(offset);
+        let mut view_findings = self.scanner.scan(&visible.text);
+        view_findings.retain(|finding| finding.start >= view_offset);
+        let view_hold = self.hold_in(&visible.text, view_offset, &view_findings);
+        if view_hold >= visible.text.len() {
+            return hold;
+        }
+        hold.min(visible.original_position(view_hold).max(offset))
+    }
+
+    /// [`StreamRedactor::hold_from`] of one text as it is.
+    fn hold_in(&self, window: &str, offset: usize, findings: &[Finding]) -> usize {
         let bytes = window.as_bytes();
         let end = bytes.len();
         let mut hold = end;
@@ -125,18 +144,7 @@ impl<'a> StreamRedactor<'a> {
                 hold = hold.min(finding.start);
             }
         }
-        // The tail is the beginning of a configured value.
-        for secret in &self.scanner.secrets {
-            let secret = secret.as_bytes();
-            let longest = (secret.len() - 1).min(end - offset);
-            for length in (1..=longest).rev() {
-                let start = end - length;
-                if start < hold && bytes[start..] == secret[..length] {
-                    hold = start;
-                    break;
-                }
-            }
-        }
+        hold = hold.min(self.configured_hold(bytes, offset));
         let boundary = |start: usize| start == 0 || !token_char(bytes[start - 1]);
         for shape in SHAPES {
             let prefix = shape.prefix.as_bytes();
@@ -163,7 +171,37 @@ impl<'a> StreamRedactor<'a> {
                 }
             }
         }
+        // A structured secret (a bot token, a labelled AWS key) still arriving.
+        for start in offset..hold {
+            if PATTERNS
+                .iter()
+                .any(|pattern| pattern_starts_at(pattern, bytes, start) && (pattern.viable)(&bytes[start..]))
+            {
+                hold = start;
+                break;
+            }
+        }
         self.pem_hold(window, offset, hold)
+    }
+
+    /// Where the tail starts being the beginning of a configured value (in any of its
+    /// forms); `bytes.len()` when it isn't. The forms are sorted, so each candidate start
+    /// is one binary search.
+    fn configured_hold(&self, bytes: &[u8], offset: usize) -> usize {
+        let needles = &self.scanner.needles;
+        let end = bytes.len();
+        let earliest = end.saturating_sub(needles.longest.saturating_sub(1)).max(offset);
+        for start in earliest..end {
+            if !needles.first_bytes[usize::from(bytes[start])] {
+                continue;
+            }
+            let tail = &bytes[start..];
+            let index = needles.sorted.partition_point(|form| form.as_slice() < tail);
+            if needles.sorted.get(index).is_some_and(|form| form.len() > tail.len() && form.starts_with(tail)) {
+                return start;
+            }
+        }
+        end
     }
 
     /// [`StreamRedactor::hold_from`] for PEM blocks: a tail starting like `-----BEGIN `,
@@ -236,15 +274,29 @@ mod tests {
     #[test]
     fn secrets_split_at_every_byte_never_come_out() {
         let scanner = scanner();
-        for secret in [CONFIGURED, OPENAI, PEM, "Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig123"] {
+        for secret in [
+            CONFIGURED,
+            OPENAI,
+            PEM,
+            "Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig123",
+            "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq",
+            "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            // CONFIGURED in base64, and split by zero-width characters.
+            "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZS00Mg",
+            "correct-horse\u{200B}-battery-\u{FEFF}staple-42",
+        ] {
             let text = format!("Here it is: {secret} — keep it safe, ünïcödé.");
             let expected = scanner.redact(&text).0;
             assert!(!expected.contains(secret) && expected.contains(REDACTION_MARK), "{expected}");
+            let visible: String = secret.chars().filter(|c| !super::super::encodings::is_invisible(*c)).collect();
             for first in 0..=text.len() {
                 for second in [first + 1, first + 3, first + 7] {
                     let pieces = split_at(&text, &[first, second]);
                     let (output, _) = stream(&scanner, &pieces);
                     assert_eq!(output, expected, "split at {first} and {second}: {pieces:?}");
+                    assert!(!output.replace(['\u{200B}', '\u{FEFF}'], "").contains(&visible[visible.len() / 2..]));
                 }
             }
         }
@@ -277,7 +329,9 @@ mod tests {
         assert_eq!(redactor.push("how are you?"), "how are you?");
         // A word starting like a key waits only for the character that settles it.
         assert_eq!(redactor.push(" s"), " ");
-        assert_eq!(redactor.push("ure"), "sure");
+        // (A word's last letter may wait for the next character too when a configured
+        // value's base64 form starts with it.)
+        assert_eq!(redactor.push("ure "), "sure ");
         assert_eq!(redactor.push(" -----"), " ");
         assert_eq!(redactor.push(" dashes"), "----- dashes");
         assert_eq!(redactor.finish(), "");

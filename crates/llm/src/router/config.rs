@@ -274,7 +274,7 @@ pub(crate) fn build_route(
     for (header, value) in &section.headers {
         if HeaderName::from_bytes(header.as_bytes()).is_err() {
             issues.push(ConfigIssue::new(key(&format!("headers.{header}")), "not a valid HTTP header name"));
-        } else if HeaderValue::from_str(value).is_err() {
+        } else if HeaderValue::from_str(value.expose()).is_err() {
             issues.push(ConfigIssue::new(
                 key(&format!("headers.{header}")),
                 "the value holds characters not allowed in an HTTP header",
@@ -318,7 +318,7 @@ pub(crate) fn build_route(
         provider: name.to_owned(),
         api_base: api_base.clone(),
         api_key,
-        headers: section.headers.clone(),
+        headers: section.headers.iter().map(|(name, value)| (name.clone(), value.expose().to_owned())).collect(),
         timeout,
         vision,
     };

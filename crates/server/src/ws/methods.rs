@@ -336,10 +336,11 @@ pub(super) async fn call(
             Err(error) => Err(error),
         },
         Request::ConfigGet => {
-            let config = serde_json::to_value(&gateway.services.config).unwrap_or_else(|error| {
+            let mut config = serde_json::to_value(&gateway.services.config).unwrap_or_else(|error| {
                 tracing::warn!(%error, "can't serialize the configuration for config.get; answering null");
                 Value::Null
             });
+            crate::redact::urls_in(&mut config);
             Ok(json!({"config": config}))
         }
         Request::ModelsList => {
@@ -437,6 +438,7 @@ async fn status(connection: &Connection) -> Value {
     if let Some(actor) = person {
         status["user"] = person_json(actor);
     }
+    crate::redact::urls_in(&mut status);
     status
 }
 

@@ -68,6 +68,23 @@ fn is_loopback_host(host: &str) -> bool {
 
 /// Problems of `[channels.*]`: unknown kinds or values, kinds this build lacks, missing
 /// credentials, plain-text mail to another machine.
+/// Settings that are valid but don't do what they seem to: `allow_from` under the
+/// default `owner_only` policy is ignored for messages.
+pub fn warnings(config: &Config) -> Vec<ConfigIssue> {
+    config
+        .channels
+        .iter()
+        .filter(|(_, channel)| channel.enabled && channel.policy == "owner_only" && !channel.allow_from.is_empty())
+        .map(|(name, _)| ConfigIssue {
+            key: format!("channels.{name}.allow_from"),
+            problem: format!(
+                "set, but channels.{name}.policy is owner_only, so nobody in it is answered: set policy = \
+                 \"allowlist\" (or \"pairing\") to let them in"
+            ),
+        })
+        .collect()
+}
+
 pub fn issues(config: &Config) -> Vec<ConfigIssue> {
     let mut issues = Vec::new();
     let compiled = compiled_kinds();

@@ -35,10 +35,12 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
             if loaded.config.llm.model.is_empty() {
                 issues.push(squidbot_llm::ConfigIssue { key: "llm.model".into(), problem: "not set".into() });
             }
-            let warnings = match squidbot_llm::Router::from_config(&loaded.config, &|name| std::env::var(name).ok()) {
+            let mut warnings = match squidbot_llm::Router::from_config(&loaded.config, &|name| std::env::var(name).ok())
+            {
                 Ok(router) => router.validate_keys(),
                 Err(_) => Vec::new(),
             };
+            warnings.extend(crate::channels::settings::warnings(&loaded.config));
             for warning in &warnings {
                 eprintln!("warning: {warning}");
             }

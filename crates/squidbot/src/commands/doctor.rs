@@ -55,9 +55,47 @@ pub fn run(as_json: bool) -> Result<ExitCode> {
         Err(error) => Check { name: "database", verdict: Verdict::Failed, detail: format!("{error:#}") },
     });
     checks.push(workspace_check(&environment));
+    checks.push(privacy_check(&environment));
     let report = environment.sandbox().report();
     checks.push(sandbox_check(&report));
     Ok(finish(&checks, Some(&report), as_json))
+}
+
+/// The home, the config, the database and the keys must be the user's alone (700/600):
+/// anything readable by the group or others is named.
+fn privacy_check(environment: &Environment) -> Check {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = &environment.paths.home;
+    let mut candidates = vec![
+        home.clone(),
+        environment.paths.config.clone(),
+        environment.paths.database(),
+        home.join("audit.key"),
+        home.join("vault.key"),
+        home.join("sessions"),
+        home.join("memory"),
+    ];
+    candidates.retain(|path| path.exists());
+    let open: Vec<String> = candidates
+        .iter()
+        .filter_map(|path| {
+            let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+            (mode & 0o077 != 0).then(|| format!("{} is {mode:o}", path.display()))
+        })
+        .collect();
+    if open.is_empty() {
+        Check {
+            name: "files",
+            verdict: Verdict::Ok,
+            detail: format!("{} and what squidbot keeps there are private", home.display()),
+        }
+    } else {
+        Check {
+            name: "files",
+            verdict: Verdict::Warning,
+            detail: format!("readable by others: {} (fix with `chmod -R go-rwx {}`)", open.join(", "), home.display()),
+        }
+    }
 }
 
 fn config_check(environment: &Environment) -> Check {

@@ -102,6 +102,10 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
             "refusing to listen on {address} without authentication: set gateway.auth.mode = \"token\" or bind to 127.0.0.1"
         );
     }
+    for warning in crate::channels::settings::warnings(environment.config()) {
+        eprintln!("warning: {warning}");
+        tracing::warn!("{warning}");
+    }
     let agent = Arc::new(environment.ready_assistant(None, true, "gateway")?);
     let people = environment.people()?;
     let people_database = crate::people::open(environment)?;

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use serde_json::json;
 use squidbot_core::people::{Directory, OWNER_CONTEXT};
+use squidbot_types::config::VaultKeyMode;
 use squidbot_types::people::AuditKind;
 
 use crate::cli::OnboardArgs;
@@ -59,6 +60,10 @@ pub fn run(arguments: &OnboardArgs) -> Result<()> {
         }
         interactive(arguments, &mut input)?
     };
+    let mut answers = answers;
+    if let Some(key) = answers.api_key.take() {
+        answers.api_key = Some(store_key(&paths, &answers.provider, &key)?);
+    }
     write_config(&paths.config, &answers)?;
     println!("wrote {}", paths.config.display());
     let workspace = paths.workspace(None);
@@ -99,7 +104,13 @@ fn first_user(onboarded: Onboarded<'_>) -> Result<()> {
             "cli",
             &environment.paths.config.display().to_string(),
             true,
-            json!({"action": "onboard", "provider": answers.provider, "model": answers.model, "api_base": answers.api_base}),
+            json!({
+                "action": "onboard",
+                "provider": answers.provider,
+                "model": answers.model,
+                "api_base": answers.api_base,
+                "api_key": answers.api_key,
+            }),
         ),
         Onboarded::ConfigKept => {}
     }
@@ -116,6 +127,18 @@ fn first_user(onboarded: Onboarded<'_>) -> Result<()> {
         None => println!("users kept as they are (`squidbot users list` shows them)"),
     }
     Ok(())
+}
+
+/// Stores a pasted API key in the vault as `provider.<name>.api_key` and returns the
+/// `secret:` reference config.toml gets instead of the key.
+fn store_key(paths: &Paths, provider: &str, key: &str) -> Result<String> {
+    let name = format!("provider.{provider}.api_key");
+    let database = squidbot_store::Database::open(&paths.database())?;
+    // A new config keeps the default key (the key file) unless a passphrase is given.
+    let vault = crate::config::vault::open(&paths.home, database, VaultKeyMode::File)?;
+    vault.set(&name, key)?;
+    println!("stored the API key in the vault as {name}");
+    Ok(format!("{}{name}", crate::config::vault::SECRET_PREFIX))
 }
 
 fn key_required(provider: &str) -> bool {
@@ -199,7 +222,7 @@ fn interactive(arguments: &OnboardArgs, input: &mut impl BufRead) -> Result<Answ
     let mut api_key = None;
     if std::env::var_os(&api_key_env).is_none() && key_required(&provider) {
         let pasted =
-            ask(input, &format!("{api_key_env} is not set. Paste a key to store in config.toml (or leave empty)"), "")?;
+            ask(input, &format!("{api_key_env} is not set. Paste a key to store in the vault (or leave empty)"), "")?;
         if !pasted.is_empty() {
             api_key = Some(pasted);
         }

@@ -117,6 +117,7 @@ async fn the_openai_api_answers_plain_and_streamed_with_sessions_per_user() {
     let bad = client
         .post(format!("{}/v1/chat/completions", running.base))
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body("{not json")
         .send()
         .await
@@ -202,7 +203,7 @@ async fn the_official_openai_python_sdk_works_plain_and_streaming() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn repeated_wrong_tokens_lock_the_peer_out() {
+async fn repeated_wrong_tokens_are_refused_but_never_the_right_one() {
     let server = ScriptedLlm::start().await;
     let home = gateway_home(&server);
     let mut running = start(&home).await;
@@ -216,8 +217,9 @@ async fn repeated_wrong_tokens_lock_the_peer_out() {
     assert_eq!(locked.status(), 429);
     let wait: u64 = locked.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
-    let even_right = client.get(&models).bearer_auth(TOKEN).send().await.unwrap();
-    assert_eq!(even_right.status(), 429, "a locked-out peer can't keep guessing with the right token either");
+    // The owner is never locked out by someone else's guesses from the same address.
+    let right = client.get(&models).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(right.status(), 200, "the right token still works during the attack");
     let health = client.get(format!("{}/health", running.base)).send().await.unwrap();
     assert_eq!(health.status(), 200, "health stays reachable");
     running.child.kill().await.unwrap();

@@ -83,17 +83,21 @@ async fn exec_cannot_change_people(backend: &str) {
     let database = home.path().join("squidbot.db");
     let config = home.path().join("config.toml");
     let key = home.path().join("audit.key");
+    crate::secrets::run_with_input(&home, &["secrets", "set", "probe"], "vault-probe-value\n").await.success();
+    let vault_key_path = home.path().join("vault.key");
+    let vault_key = std::fs::read_to_string(&vault_key_path).unwrap();
     let config_before = std::fs::read_to_string(&config).unwrap();
     let audit_key = std::fs::read_to_string(&key).unwrap();
     let command = format!(
         r#"{bin} users add intruder --role admin; {bin} users role owner guest;
 python3 -c 'import sqlite3; c = sqlite3.connect("{db}"); c.execute("UPDATE users SET role = ?", ("guest",)); c.commit()';
 sqlite3 {db} "UPDATE users SET role = 'guest'";
-printf '\n[user_roles.guest]\ntools = ["exec"]\n' >> {config}; cat {key}; echo attempted"#,
+printf '\n[user_roles.guest]\ntools = ["exec"]\n' >> {config}; cat {key}; cat {vault_key}; echo attempted"#,
         bin = env!("CARGO_BIN_EXE_squidbot"),
         db = database.display(),
         config = config.display(),
         key = key.display(),
+        vault_key = vault_key_path.display(),
     );
     server.push(Reply::tool_call("exec", json!({ "command": command })));
     server.push(Reply::text("I could not"));
@@ -105,6 +109,7 @@ printf '\n[user_roles.guest]\ntools = ["exec"]\n' >> {config}; cat {key}; echo a
     let output = &tool_results(&server.requests()[2].body)[0];
     assert!(output.contains("attempted"), "the command ran: {output}");
     assert!(!output.contains(audit_key.trim()), "the audit key leaked: {output}");
+    assert!(!output.contains(vault_key.trim()), "the vault key leaked: {output}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), config_before, "config.toml was changed");
     let connection = rusqlite::Connection::open(&database).unwrap();
     let users: Vec<(String, String)> = connection

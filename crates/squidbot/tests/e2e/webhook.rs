@@ -107,8 +107,15 @@ async fn a_signed_request_is_answered_once_and_forged_ones_are_refused() {
     assert_eq!(lines[0]["context"], "user:hook:ci-bot", "{}", lines[0]);
     assert!(home.path().join("users").join("hook:ci-bot").join("workspace").is_dir());
 
-    let health: Value =
-        reqwest::Client::new().get(format!("{}/health", gateway.base)).send().await.unwrap().json().await.unwrap();
+    let health: Value = reqwest::Client::new()
+        .get(format!("{}/health", gateway.base))
+        .bearer_auth(crate::gateway::TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let hook = &health["components"]["channels"]["hook"];
     assert_eq!(hook["status"], "running", "{health}");
     assert_eq!(

@@ -34,6 +34,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { number: 7, file: "0007_job_runs.sql", sql: include_str!("../../migrations/0007_job_runs.sql") },
     Migration { number: 8, file: "0008_people.sql", sql: include_str!("../../migrations/0008_people.sql") },
     Migration { number: 9, file: "0009_usage_daily.sql", sql: include_str!("../../migrations/0009_usage_daily.sql") },
+    Migration { number: 10, file: "0010_vault.sql", sql: include_str!("../../migrations/0010_vault.sql") },
 ];
 
 /// Schema version this build writes (and the newest it can open).

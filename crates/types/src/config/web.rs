@@ -19,6 +19,9 @@ pub const DEFAULT_FETCH_MAX_BYTES: usize = 1024 * 1024;
 /// Default for `tools.web.timeout_secs`.
 pub const DEFAULT_WEB_TIMEOUT_SECS: u64 = 30;
 
+/// Default for `tools.web.max_requests_per_minute`.
+pub const DEFAULT_WEB_MAX_REQUESTS_PER_MINUTE: u32 = 30;
+
 /// Which engine answers `web_search`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +68,14 @@ pub struct WebConfig {
     pub fetch_max_bytes: usize,
     /// Seconds one fetch (every redirect and the whole body) or one search may take.
     pub timeout_secs: u64,
+    /// `web_fetch` and `web_search` calls one session may make in a minute (both count);
+    /// 0 turns the limit off.
+    pub max_requests_per_minute: u32,
+    /// Host globs `web_fetch` may reach (`example.org`, `*.example.org`); empty allows
+    /// every host. The SSRF guard applies either way.
+    pub allow_hosts: Vec<String>,
+    /// Host globs `web_fetch` never reaches; wins over `allow_hosts`.
+    pub block_hosts: Vec<String>,
 }
 
 impl Default for WebConfig {
@@ -79,6 +90,9 @@ impl Default for WebConfig {
             duckduckgo_url: DEFAULT_DUCKDUCKGO_URL.to_owned(),
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             timeout_secs: DEFAULT_WEB_TIMEOUT_SECS,
+            max_requests_per_minute: DEFAULT_WEB_MAX_REQUESTS_PER_MINUTE,
+            allow_hosts: Vec::new(),
+            block_hosts: Vec::new(),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail loudly")]
 
+mod boundary;
 mod fetch;
 mod search;
 mod servers;

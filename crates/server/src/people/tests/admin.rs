@@ -1,5 +1,5 @@
 //! The admin's methods over the protocol (approvals, usage, audit) and the per-user series
-//! of `/metrics`, with a non-admin refused at each.
+//! of `/metrics` and the details of `/health`, with a non-admin refused at each.
 
 use serde_json::{Value, json};
 use squidbot_core::people::ApprovalStore;
@@ -204,4 +204,23 @@ async fn the_audit_is_listed_newest_first_by_user_and_verified_with_its_key() {
     let keyless = World::serve(None).await;
     let response = keyless.owner().await.call("audit.verify", json!({})).await;
     assert_eq!(refusal(&response).0, "UNAVAILABLE", "{response}");
+}
+
+#[tokio::test]
+async fn health_details_are_for_admins_and_everyone_else_sees_liveness() {
+    let world = World::start().await;
+    let liveness = json!({"status": "ok"});
+    for bearer in [None, Some(token_of("bob"))] {
+        let (status, text) = world.http("GET", "/health", bearer.as_deref(), None).await;
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), liveness, "{bearer:?}");
+    }
+    for bearer in [token_of("dave"), GATEWAY_TOKEN.to_owned()] {
+        let (status, text) = world.http("GET", "/health", Some(&bearer), None).await;
+        assert_eq!(status, 200, "{text}");
+        let report: Value = serde_json::from_str(&text).unwrap();
+        assert!(report["components"]["memory"].is_object(), "{report}");
+    }
+    let disabled = world.http("GET", "/health", Some(&token_of("eve")), None).await;
+    assert_eq!(disabled.0, 401, "a disabled user's token is a wrong one");
 }
