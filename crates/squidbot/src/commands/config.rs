@@ -32,6 +32,9 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
             let mut issues = config_loader::validate(&loaded.config);
             let workspace = paths.workspace(loaded.config.workspace.path.as_deref());
             issues.extend(crate::agents::prompt_file_issues(&loaded.config, &workspace));
+            // What `squidbot gateway` would refuse at start-up, said now (a warning: the
+            // config may be meant for the terminal only).
+            let gateway_problems = gateway_problems(&loaded.config);
             if loaded.config.llm.model.is_empty() {
                 issues.push(squidbot_llm::ConfigIssue { key: "llm.model".into(), problem: "not set".into() });
             }
@@ -41,6 +44,7 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
                 Err(_) => Vec::new(),
             };
             warnings.extend(crate::channels::settings::warnings(&loaded.config));
+            warnings.extend(gateway_problems);
             for warning in &warnings {
                 eprintln!("warning: {warning}");
             }
@@ -54,5 +58,24 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
             eprintln!("{} problem(s) found", issues.len());
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// What `squidbot gateway` would refuse to start with: its auth settings, and no auth
+/// off loopback.
+fn gateway_problems(config: &squidbot_types::config::Config) -> Vec<squidbot_llm::ConfigIssue> {
+    let issue = |key: &str, problem: String| squidbot_llm::ConfigIssue {
+        key: key.into(),
+        problem: format!("{problem} (`squidbot gateway` refuses to start)"),
+    };
+    let Ok(address) = config.gateway.bind.parse::<std::net::IpAddr>() else {
+        return vec![issue("gateway.bind", format!("{:?} is not an IP address", config.gateway.bind))];
+    };
+    match crate::commands::gateway::auth_of(&config.gateway.auth) {
+        Ok(auth) => crate::commands::gateway::unauthenticated_bind(&auth, address)
+            .map(|problem| issue("gateway.bind", problem))
+            .into_iter()
+            .collect(),
+        Err(problem) => vec![issue("gateway.auth", format!("{problem:#}"))],
     }
 }

@@ -21,7 +21,11 @@ use crate::cli::{GatewayAction, GatewayArgs};
 use crate::wiring::Environment;
 
 fn auth(environment: &Environment) -> Result<Auth> {
-    let config = &environment.config().gateway.auth;
+    auth_of(&environment.config().gateway.auth)
+}
+
+/// The gateway's auth from `[gateway.auth]`, or why the gateway would refuse to start.
+pub fn auth_of(config: &squidbot_types::config::GatewayAuthConfig) -> Result<Auth> {
     match config.mode {
         GatewayAuthMode::None => Ok(Auth::None),
         GatewayAuthMode::Token => {
@@ -51,6 +55,15 @@ fn auth(environment: &Environment) -> Result<Auth> {
             Auth::from_password_hash(hash.expose()).map_err(|problem| anyhow!("can't use {key}: {problem}"))
         }
     }
+}
+
+/// Why listening on `address` with `auth` is refused: no authentication off loopback.
+pub fn unauthenticated_bind(auth: &Auth, address: IpAddr) -> Option<String> {
+    (matches!(auth, Auth::None) && !address.is_loopback()).then(|| {
+        format!(
+            "refusing to listen on {address} without authentication: set gateway.auth.mode = \"token\" or bind to 127.0.0.1"
+        )
+    })
 }
 
 /// Runs a `squidbot gateway …` helper that needs no config.
@@ -97,10 +110,8 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     let port = arguments.port.unwrap_or(config.port);
     let address: IpAddr = bind.parse().with_context(|| format!("--bind: {bind:?} is not an IP address"))?;
     let auth = auth(environment)?;
-    if matches!(auth, Auth::None) && !address.is_loopback() {
-        bail!(
-            "refusing to listen on {address} without authentication: set gateway.auth.mode = \"token\" or bind to 127.0.0.1"
-        );
+    if let Some(problem) = unauthenticated_bind(&auth, address) {
+        bail!("{problem}");
     }
     for warning in crate::channels::settings::warnings(environment.config()) {
         eprintln!("warning: {warning}");

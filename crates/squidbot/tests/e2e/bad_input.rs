@@ -43,6 +43,30 @@ async fn malformed_config_names_the_key() {
     let run =
         home.run_with(&["config", "validate"], &[("SQUIDBOT__TOOLS__EXEC__TIMEOUT_SECS", "soon")]).await.failure();
     assert!(run.stderr.contains("tools.exec.timeout_secs"), "{}", run.stderr);
+
+    // What the gateway would refuse to start with is said by validate too, and so is
+    // allow_from that the default owner_only policy ignores.
+    home.write_config(
+        "[llm]\nmodel = \"local/m\"\n[providers.local]\napi_base = \"http://127.0.0.1:9/v1\"\napi_key = \"k-123456\"\n\
+         [gateway]\nbind = \"0.0.0.0\"\n[gateway.auth]\nmode = \"none\"\n\
+         [channels.telegram]\ntoken = \"1:x\"\nowners = [\"1\"]\nallow_from = [\"2\"]\n",
+    );
+    let run = home.run(&["config", "validate"]).await;
+    assert!(
+        run.stderr.contains("warning: gateway.bind: refusing to listen on 0.0.0.0 without authentication"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("warning: channels.telegram.allow_from: set, but channels.telegram.policy is owner_only"),
+        "{}",
+        run.stderr
+    );
+    home.write_config(
+        "[llm]\nmodel = \"local/m\"\n[providers.local]\napi_base = \"http://127.0.0.1:9/v1\"\napi_key = \"k-123456\"\n",
+    );
+    let run = home.run(&["config", "validate"]).await;
+    assert!(run.stderr.contains("warning: gateway.auth: gateway.auth.mode is token but neither"), "{}", run.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
