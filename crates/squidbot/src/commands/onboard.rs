@@ -64,7 +64,8 @@ pub fn run(arguments: &OnboardArgs) -> Result<()> {
     if let Some(key) = answers.api_key.take() {
         answers.api_key = Some(store_key(&paths, &answers.provider, &key)?);
     }
-    write_config(&paths.config, &answers)?;
+    let gateway_token = store_gateway_token(&paths)?;
+    write_config(&paths.config, &answers, &gateway_token)?;
     println!("wrote {}", paths.config.display());
     let workspace = paths.workspace(None);
     write_workspace(&workspace)?;
@@ -138,6 +139,29 @@ fn store_key(paths: &Paths, provider: &str, key: &str) -> Result<String> {
     let vault = crate::config::vault::open(&paths.home, database, VaultKeyMode::File)?;
     vault.set(&name, key)?;
     println!("stored the API key in the vault as {name}");
+    Ok(format!("{}{name}", crate::config::vault::SECRET_PREFIX))
+}
+
+/// Makes the gateway's token (so the gateway never starts without authentication),
+/// stores it in the vault as `gateway.token`, shows it once, and returns the reference
+/// config.toml gets.
+fn store_gateway_token(paths: &Paths) -> Result<String> {
+    let name = "gateway.token";
+    let database = squidbot_store::Database::open(&paths.database())?;
+    let vault = crate::config::vault::open(&paths.home, database, VaultKeyMode::File)?;
+    let token = match vault.get(name)? {
+        Some(_) => {
+            println!("the gateway keeps its token (vault secret {name}; `squidbot secrets rotate {name}` replaces it)");
+            return Ok(format!("{}{name}", crate::config::vault::SECRET_PREFIX));
+        }
+        None => {
+            let mut bytes = [0_u8; 24];
+            squidbot_core::random::RandomSource::fill(&mut squidbot_core::random::SystemRandom, &mut bytes);
+            bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>()
+        }
+    };
+    vault.set(name, &token)?;
+    println!("gateway token (for the web UI and clients; shown once, kept in the vault as {name}): {token}");
     Ok(format!("{}{name}", crate::config::vault::SECRET_PREFIX))
 }
 
@@ -263,7 +287,7 @@ fn toml_string(value: &str) -> String {
     toml::Value::String(value.to_owned()).to_string()
 }
 
-fn write_config(path: &Path, answers: &Answers) -> Result<()> {
+fn write_config(path: &Path, answers: &Answers, gateway_token: &str) -> Result<()> {
     let mut text =
         String::from("# squidbot configuration. Reference: docs/configuration.md in the squidbot repository.\n\n");
     text.push_str(&format!("[llm]\nmodel = {}\n\n", toml_string(&answers.model)));
@@ -275,6 +299,7 @@ fn write_config(path: &Path, answers: &Answers) -> Result<()> {
     } else if let Some(variable) = &answers.api_key_env {
         text.push_str(&format!("api_key_env = {}\n", toml_string(variable)));
     }
+    text.push_str(&format!("\n[gateway.auth]\nmode = \"token\"\ntoken = {}\n", toml_string(gateway_token)));
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("can't create {}", parent.display()))?;
     }

@@ -34,6 +34,15 @@ async fn onboard_then_chat_with_tools_and_history_survives_restart() {
     }
     let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     assert!(config.contains("model = \"local/test-model\""), "{config}");
+    // The gateway never starts without authentication: onboard made a token, kept in the
+    // vault, shown once.
+    assert!(config.contains("[gateway.auth]\nmode = \"token\"\ntoken = \"secret:gateway.token\""), "{config}");
+    let shown = run.stdout.lines().find_map(|line| line.split("gateway token (").nth(1)).expect("the token is shown");
+    let token = shown.rsplit(": ").next().unwrap().trim();
+    assert_eq!(token.len(), 48, "{shown}");
+    assert!(!config.contains(token), "the token is not in config.toml");
+    let validate = home.run_with(&["config", "validate"], &[("E2E_LOCAL_KEY", KEY)]).await.success();
+    assert!(!validate.stderr.contains("gateway"), "{}", validate.stderr);
 
     server.push(Reply::tool_call("write_file", json!({"path": "notes/todo.txt", "content": "buy milk"})));
     server.push(Reply::text("Saved your note."));
