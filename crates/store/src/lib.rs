@@ -15,6 +15,7 @@ mod job_ledger;
 mod jobs;
 mod jsonl;
 mod key;
+mod key_file;
 mod last_active;
 mod memory_documents;
 mod memory_store;

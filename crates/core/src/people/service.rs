@@ -381,17 +381,8 @@ impl People {
         waiting: &(dyn Fn(&str) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<(), String> {
-        if let Some(refusal) = self.policy(actor).refuses_tool(tool) {
-            self.audit(
-                AuditKind::ToolCall,
-                actor,
-                tool,
-                false,
-                json!({"arguments": arguments, "refused": refusal, "session": session_key}),
-            );
-            return Err(format!("Refused by policy: {refusal}. Tell the person you can't do this for them."));
-        }
-        if let Some(refusal) = self.refuses_agent(actor, tool, arguments) {
+        let refusal = self.policy(actor).refuses_tool(tool).or_else(|| self.refuses_agent(actor, tool, arguments));
+        if let Some(refusal) = refusal {
             self.audit(
                 AuditKind::ToolCall,
                 actor,

@@ -2,8 +2,6 @@
 //! never replaced) or derived with argon2id from a passphrase and a salt kept in the
 //! database.
 
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
 use std::path::Path;
 
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -11,6 +9,7 @@ use squidbot_core::random::{RandomSource, SystemRandom};
 
 use super::VaultError;
 use crate::database::Database;
+use crate::key_file::KeyFile;
 
 /// Bytes of a key.
 pub const VAULT_KEY_BYTES: usize = 32;
@@ -78,33 +77,18 @@ impl VaultKey {
     /// Reads the key kept in `path`, or makes one there (mode 0600) when the file does not
     /// exist. A file that does not hold a key is an error and is left as it is.
     pub fn load_or_create_file(path: &Path) -> Result<VaultKey, VaultError> {
-        let failed = |reason: String| VaultError::KeyFile { path: path.to_path_buf(), reason };
-        match fs::read(path) {
-            Ok(bytes) => return parse(&bytes, path),
-            Err(error) if error.kind() == ErrorKind::NotFound => {}
-            Err(error) => return Err(failed(error.to_string())),
+        let key = KeyFile {
+            path,
+            length: VAULT_KEY_BYTES,
+            what: "the vault key",
+            if_lost: "restore it from a backup: without the key the secrets in the vault can't be read",
         }
-        if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|error| failed(error.to_string()))?;
-        }
-        let mut bytes = [0_u8; VAULT_KEY_BYTES];
-        SystemRandom.fill(&mut bytes);
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = match options.open(path) {
-            Ok(file) => file,
-            // Another process made it first: theirs is the key.
-            Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-                let bytes = fs::read(path).map_err(|error| failed(error.to_string()))?;
-                return parse(&bytes, path);
-            }
-            Err(error) => return Err(failed(error.to_string())),
-        };
-        file.write_all(format!("{}\n", hex(&bytes)).as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|error| failed(error.to_string()))?;
+        .load_or_create()
+        .map_err(|reason| VaultError::KeyFile { path: path.to_path_buf(), reason })?;
+        let bytes: [u8; VAULT_KEY_BYTES] = key.try_into().map_err(|_| VaultError::KeyFile {
+            path: path.to_path_buf(),
+            reason: "it is not 32 bytes long".to_owned(),
+        })?;
         Ok(VaultKey { bytes, source: VaultKeySource::KeyFile })
     }
 
@@ -138,60 +122,12 @@ impl VaultKey {
     }
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    let digits: Option<Vec<u8>> =
-        text.chars().map(|digit| digit.to_digit(16).and_then(|value| u8::try_from(value).ok())).collect();
-    Some(digits?.chunks_exact(2).map(|pair| pair[0] << 4 | pair[1]).collect())
-}
-
-/// The key a key file holds: 64 hex digits (any case), surrounding whitespace allowed.
-fn parse(bytes: &[u8], path: &Path) -> Result<VaultKey, VaultError> {
-    let refuse = |reason: &str| VaultError::KeyFile {
-        path: path.to_path_buf(),
-        reason: format!(
-            "{reason}; the file was left as it is (restore it from a backup: without the key the secrets in the \
-             vault can't be read)"
-        ),
-    };
-    let text = std::str::from_utf8(bytes).map_err(|_| refuse("it is not text"))?.trim();
-    if text.len() != VAULT_KEY_BYTES * 2 {
-        return Err(refuse(&format!(
-            "it holds {} characters instead of {} hex digits",
-            text.len(),
-            VAULT_KEY_BYTES * 2
-        )));
-    }
-    let digits = unhex(text).ok_or_else(|| refuse("it holds characters that are not hex digits"))?;
-    let bytes: [u8; VAULT_KEY_BYTES] = digits.try_into().map_err(|_| refuse("it is not 32 bytes long"))?;
-    #[cfg(unix)]
-    warn_if_readable_by_others(path);
-    Ok(VaultKey { bytes, source: VaultKeySource::KeyFile })
-}
-
-/// A key others can read opens every secret: say so (the file stays usable).
-#[cfg(unix)]
-fn warn_if_readable_by_others(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Ok(metadata) = fs::metadata(path)
-        && metadata.permissions().mode() & 0o077 != 0
-    {
-        tracing::warn!(
-            path = %path.display(),
-            mode = format!("{:o}", metadata.permissions().mode() & 0o777),
-            "the vault key can be read by others than its owner; run chmod 600 on it"
-        );
-    }
-}
+pub(crate) use crate::key_file::{hex, unhex};
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]
