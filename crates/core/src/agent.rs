@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 use crate::clock::{Clock, rfc3339};
 use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
 use crate::context::{self, PromptProfile, PromptSection, PromptSections, RuntimeInfo};
+use crate::hooks::ToolHooks;
 use crate::leaks::LeakScanner;
 use crate::memory::Memories;
 use crate::people::People;
@@ -191,6 +192,8 @@ pub struct Agent {
     context_workspaces: Option<Arc<dyn ContextWorkspaces>>,
     /// The people's policy: budgets, tool policy, approvals, usage and audit.
     people: Option<Arc<People>>,
+    /// Hooks around tool calls.
+    hooks: Option<Arc<dyn ToolHooks>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -226,6 +229,7 @@ impl Agent {
             shutdown: CancellationToken::new(),
             context_workspaces: None,
             people: None,
+            hooks: None,
         }
     }
 
@@ -234,6 +238,13 @@ impl Agent {
     /// for an admin or are refused, and every model call and tool call is accounted.
     pub fn with_people(mut self, people: Arc<People>) -> Self {
         self.people = Some(people);
+        self
+    }
+
+    /// Asks `hooks` before every tool call (they may rewrite or veto it) and tells them
+    /// after (without waiting for them).
+    pub fn with_hooks(mut self, hooks: Arc<dyn ToolHooks>) -> Self {
+        self.hooks = Some(hooks);
         self
     }
 

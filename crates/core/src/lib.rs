@@ -13,6 +13,7 @@ pub mod duration;
 pub mod events;
 pub mod freshness;
 pub mod heartbeat;
+pub mod hooks;
 pub mod housekeeping;
 pub mod html;
 pub mod ids;

@@ -38,8 +38,9 @@ pub enum Command {
     /// prompt size and memory.
     Status(JsonFlag),
     /// Check the installation (config, database, workspace) and report which sandbox
-    /// runs commands and why.
-    Doctor(JsonFlag),
+    /// runs commands and why; `--security` reviews credentials, file modes, the
+    /// gateway, the sandbox, channels, skills and hooks instead.
+    Doctor(DoctorFlags),
     /// Show, locate or check the configuration.
     Config {
         /// Which config action.
@@ -108,6 +109,28 @@ pub enum Command {
         /// Which secrets action.
         #[command(subcommand)]
         action: SecretsAction,
+    },
+    /// The `[[hooks]]`: executables asked before tool calls (allow, rewrite or veto) and
+    /// told after them; list them or try them on an input by hand.
+    Hooks {
+        /// Which hooks action.
+        #[command(subcommand)]
+        action: HooksAction,
+    },
+}
+
+/// `squidbot hooks …`.
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// List the hooks: event, command, tools, timeout and what a failure does.
+    List,
+    /// Run the hooks of EVENT that match the input's tool on FILE (the JSON a hook reads:
+    /// `{"tool", "arguments", "session", "context", "user"}`) and print each decision.
+    Test {
+        /// `before_tool` or `after_tool`.
+        event: String,
+        /// The input, a JSON file.
+        file: std::path::PathBuf,
     },
 }
 
@@ -511,6 +534,19 @@ pub struct JsonFlag {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `squidbot doctor`'s flags.
+#[derive(Debug, Args)]
+pub struct DoctorFlags {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Review the installation's security instead: plaintext credentials, file modes,
+    /// the gateway's bind, auth and TLS, the sandbox, open channels, skills from
+    /// elsewhere, hooks that fail open. Exits 1 on a critical finding.
+    #[arg(long)]
+    pub security: bool,
 }
 
 /// `squidbot onboard`.

@@ -8,6 +8,7 @@ mod cron;
 mod doctor;
 mod gateway;
 mod gateway_client;
+mod hooks;
 mod memory;
 mod onboard;
 mod repl;
@@ -49,7 +50,7 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
             let environment = Environment::load()?;
             runtime.block_on(status::run(&environment, flags.json)).map(|()| ExitCode::SUCCESS)
         }
-        Command::Doctor(flags) => doctor::run(flags.json),
+        Command::Doctor(flags) => doctor::run_with(&flags),
         Command::Config { action } => config::run(action),
         Command::Sessions { action } => {
             let environment = Environment::load()?;
@@ -92,6 +93,10 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
             audit::run(&environment, &arguments).map(|()| ExitCode::SUCCESS)
         }
         Command::Secrets { action } => secrets::run(action).map(|()| ExitCode::SUCCESS),
+        Command::Hooks { action } => {
+            let environment = Environment::load()?;
+            runtime.block_on(hooks::run(&environment, action))
+        }
         Command::Maintenance => {
             let environment = Environment::load()?;
             for line in runtime.block_on(crate::jobs::run_system_jobs_now(&environment))? {

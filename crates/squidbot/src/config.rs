@@ -227,9 +227,40 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
     issues.extend(password_issue(&config.gateway.auth));
     issues.extend(crate::bus::issue(config));
     issues.extend(crate::people::issues(config));
+    issues.extend(hook_issues(&config.hooks));
     if let Err(mcp_issues) = squidbot_mcp::check(&config.mcp) {
         issues.extend(mcp_issues.into_iter().map(|issue| ConfigIssue { key: issue.key, problem: issue.problem }));
     }
+    issues
+}
+
+/// Each `[[hooks]]` entry names a known event, a program, a time limit and valid globs.
+fn hook_issues(hooks: &[squidbot_types::hooks::HookConfig]) -> Vec<ConfigIssue> {
+    let mut issues = Vec::new();
+    for (index, hook) in hooks.iter().enumerate() {
+        if !squidbot_types::hooks::HOOK_EVENTS.contains(&hook.event.as_str()) {
+            issues.push(ConfigIssue {
+                key: format!("hooks[{index}].event"),
+                problem: format!(
+                    "unknown event {:?}; known: {}",
+                    hook.event,
+                    squidbot_types::hooks::HOOK_EVENTS.join(", ")
+                ),
+            });
+        }
+        if hook.command.first().is_none_or(|program| program.is_empty()) {
+            issues.push(ConfigIssue { key: format!("hooks[{index}].command"), problem: "must name a program".into() });
+        }
+        if hook.timeout_ms == 0 {
+            issues
+                .push(ConfigIssue { key: format!("hooks[{index}].timeout_ms"), problem: "must be at least 1".into() });
+        }
+    }
+    issues.extend(
+        squidbot_tools::hooks::check(hooks)
+            .into_iter()
+            .map(|error| ConfigIssue { key: format!("hooks[{}].tools", error.index), problem: error.problem }),
+    );
     issues
 }
 

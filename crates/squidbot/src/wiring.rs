@@ -318,6 +318,16 @@ impl Environment {
         }
     }
 
+    /// The `[[hooks]]`, run through the sandbox; `None` when there are none.
+    pub fn hooks(&self) -> Result<Option<Arc<dyn squidbot_core::hooks::ToolHooks>>> {
+        let config = &self.config().hooks;
+        if config.is_empty() {
+            return Ok(None);
+        }
+        let hooks = squidbot_tools::hooks::ExecutableHooks::new(config, self.sandbox())?;
+        Ok(Some(Arc::new(hooks)))
+    }
+
     /// The sandboxes of the people's roles that have their own backend.
     fn people_role_sandboxes(&self) -> Vec<(String, Arc<dyn squidbot_core::sandbox::Sandbox>)> {
         let book = squidbot_core::people::RoleBook::new(&self.config().user_roles);
@@ -462,7 +472,13 @@ impl Environment {
         if allowed(roles::CANCEL_WORKER) {
             tools.register(Arc::new(CancelWorkerTool::new(delegator.clone())));
         }
-        Ok(Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings)
+        let agent =
+            Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings);
+        let agent = match self.hooks()? {
+            Some(hooks) => agent.with_hooks(hooks),
+            None => agent,
+        };
+        Ok(agent
             .with_context_workspaces(contexts)
             .with_compaction(compaction)
             .with_sections(sections)
@@ -492,6 +508,7 @@ impl Environment {
         let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config));
         let pool = Arc::new(WorkerPool::new());
         let people = self.people()?;
+        let hooks = self.hooks()?;
         let mut delegator = Delegator::new(pool.clone(), crate::agents::max_workers(config));
         let runtime = runtime_info(&workspace, format!("{channel} (delegated)"));
         for name in crate::agents::names(config).into_iter().filter(|name| name != ASSISTANT_ROLE) {
@@ -526,6 +543,10 @@ impl Environment {
                     .with_prompt_profile(role.profile)
                     .with_people(people.clone())
                     .with_leak_scanner(leaks.clone());
+            let agent = match &hooks {
+                Some(hooks) => agent.with_hooks(hooks.clone()),
+                None => agent,
+            };
             let summary = roles::summary(&name);
             delegator = delegator.with_role(name, RoleAgent { agent: Arc::new(agent), timeout: role.timeout, summary });
         }

@@ -1,6 +1,6 @@
 //! People's policy overhead on the real SQLite stores: the role policy and the audit
 //! write around one tool call, the budget check before one turn, and the usage row after
-//! one model call, on a database already holding 100,000 usage rows and 20,000 audit
+//! one model call, and a vault lookup once unlocked, on a database already holding 100,000 usage rows and 20,000 audit
 //! rows. Prints p50/p99 of single calls (the target: under 0.5 ms at p99) beside a
 //! baseline timed the same way (reading a 1 KiB file, what the simplest tool does), then
 //! criterion's estimates.
@@ -179,6 +179,16 @@ fn benches(criterion: &mut Criterion) {
     percentiles("tool call (policy + audit)", samples, || tool_call(&fixture, &runtime, &cancel));
     percentiles("turn (budget check)", samples, || turn_admission(&fixture));
     percentiles("model call (usage row)", samples, || model_call(&fixture));
+    // The vault, once unlocked: a lookup of a secret already read once.
+    let vault = squidbot_store::Vault::open(
+        Database::open(&fixture._directory.path().join("squidbot.db")).expect("the database"),
+        &squidbot_store::VaultKey::from_bytes([7; 32]),
+    )
+    .expect("the vault");
+    vault.set("openai", "sk-bench-value").expect("a secret");
+    percentiles("vault lookup (unlocked)", samples, || {
+        assert!(vault.get("openai").expect("the vault").is_some());
+    });
     let mut group = criterion.benchmark_group("people");
     group.bench_function("tool_call_policy_and_audit", |bench| bench.iter(|| tool_call(&fixture, &runtime, &cancel)));
     group.bench_function("turn_budget_check", |bench| bench.iter(|| turn_admission(&fixture)));

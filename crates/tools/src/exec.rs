@@ -5,7 +5,7 @@
 mod background;
 mod environment;
 mod output;
-mod process_group;
+pub(crate) mod process_group;
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;

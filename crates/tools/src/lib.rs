@@ -7,6 +7,7 @@ pub mod edit_file;
 pub mod exec;
 pub mod find;
 pub mod grep;
+pub mod hooks;
 pub mod list_dir;
 pub mod memory;
 pub mod path_guard;

@@ -66,6 +66,8 @@ pub struct Config {
     pub prices: BTreeMap<String, ModelPrice>,
     /// The secrets vault that `"secret:NAME"` values are read from.
     pub vault: VaultConfig,
+    /// Executables run before and after tool calls, `[[hooks]]`.
+    pub hooks: Vec<crate::hooks::HookConfig>,
 }
 
 /// `[vault]`: where the key of the secrets vault comes from.

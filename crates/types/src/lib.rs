@@ -3,6 +3,7 @@
 pub mod access;
 pub mod channel;
 pub mod config;
+pub mod hooks;
 pub mod memory;
 pub mod message;
 pub mod people;

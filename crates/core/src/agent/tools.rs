@@ -6,6 +6,7 @@ use squidbot_types::people::{Actor, AuditKind};
 
 use super::AgentEvents;
 use super::redaction::{Outbound, redact};
+use crate::hooks::{HookInput, HookVerdict, ToolHooks, ToolOutcome};
 use crate::leaks::LeakScanner;
 use crate::people::People;
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -20,7 +21,7 @@ pub(super) async fn run_calls<'a>(
     context: &ToolContext,
     events: &dyn AgentEvents,
     leaks: &LeakScanner,
-    people: Option<&People>,
+    guards: Guards<'_>,
 ) -> Vec<CallResult<'a>> {
     let mut results = Vec::with_capacity(calls.len());
     let mut index = 0;
@@ -36,7 +37,7 @@ pub(super) async fn run_calls<'a>(
             announce(call, events, leaks);
         }
         let outputs =
-            futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context, events, people)))
+            futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context, events, guards)))
                 .await;
         for (call, output) in batch.iter().zip(outputs) {
             events.tool_finished(call, output.is_err());
@@ -63,27 +64,86 @@ fn announce(call: &ToolCall, events: &dyn AgentEvents, leaks: &LeakScanner) {
     }
 }
 
+/// What stands between a call and its tool: the people's policy and the hooks.
+#[derive(Clone, Copy)]
+pub(super) struct Guards<'a> {
+    /// The people's policy, if the agent runs under one.
+    pub people: Option<&'a People>,
+    /// Hooks around tool calls.
+    pub hooks: Option<&'a dyn ToolHooks>,
+    /// Where after-hooks run, tracked so shutdown waits for them.
+    pub tasks: &'a tokio_util::task::TaskTracker,
+}
+
 async fn run_one(
     registry: &ToolRegistry,
     call: &ToolCall,
     context: &ToolContext,
     events: &dyn AgentEvents,
-    people: Option<&People>,
+    guards: Guards<'_>,
 ) -> Result<ToolOutput, ToolError> {
-    match (people, &context.actor) {
+    let hooks = guards.hooks.filter(|_| registry.get(&call.name).is_some());
+    let (result, ran) = match (guards.people, &context.actor) {
         (Some(people), Some(actor)) => {
-            let result = run_authorized(registry, call, context, events, people, actor).await;
-            if let Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) = &result {
+            let result = run_authorized(registry, call, context, events, people, actor, hooks).await;
+            if let Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) = &result.0 {
                 tracing::debug!(tool = %call.name, %message, "tool call failed or was refused");
             }
             result
         }
-        _ => run_unchecked(registry, call, context).await,
+        _ => match before_hooks(hooks, call, context).await {
+            Ok(call) => (run_unchecked(registry, &call, context).await, Some(call)),
+            Err(refusal) => (Err(refusal), None),
+        },
+    };
+    if let (Some(hooks), Some(ran)) = (hooks, ran) {
+        let outcome = match &result {
+            Ok(output) => ToolOutcome { ok: true, output: output.content.clone() },
+            Err(ToolError::RespondToModel(error) | ToolError::Fatal(error)) => {
+                ToolOutcome { ok: false, output: error.clone() }
+            }
+        };
+        let input = hook_input(crate::hooks::AFTER_TOOL, &ran, context);
+        // Observers never delay the reply: the future runs on its own.
+        guards.tasks.spawn(hooks.after_tool(input, outcome));
+    }
+    result
+}
+
+/// Asks the before-hooks about `call`: the call to run (its arguments maybe rewritten),
+/// or the refusal the model reads instead of a result.
+async fn before_hooks(
+    hooks: Option<&dyn ToolHooks>,
+    call: &ToolCall,
+    context: &ToolContext,
+) -> Result<ToolCall, ToolError> {
+    let Some(hooks) = hooks else { return Ok(call.clone()) };
+    let input = hook_input(crate::hooks::BEFORE_TOOL, call, context);
+    match hooks.before_tool(&input).await {
+        HookVerdict::Allow => Ok(call.clone()),
+        HookVerdict::Rewrite(arguments) => {
+            tracing::debug!(tool = %call.name, "a hook rewrote the arguments");
+            Ok(ToolCall { arguments: arguments.to_string(), ..call.clone() })
+        }
+        HookVerdict::Veto(reason) => Err(ToolError::RespondToModel(format!("Refused by a hook: {reason}"))),
+    }
+}
+
+fn hook_input(event: &str, call: &ToolCall, context: &ToolContext) -> HookInput {
+    HookInput {
+        event: event.to_owned(),
+        tool: call.name.clone(),
+        arguments: parse_call_arguments(&call.arguments)
+            .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone())),
+        session: context.session_key.clone(),
+        context: context.context.clone(),
+        user: context.actor.as_ref().and_then(|actor| actor.user.clone()),
     }
 }
 
 /// Runs `call` under the people's policy: refused by the actor's role, held for an admin
-/// or run; the call and how it ended go in the audit trail (arguments redacted).
+/// or run (after the hooks, whose rewrite is what runs and is audited); the call and how
+/// it ended go in the audit trail (arguments redacted). Returns the call that ran, if any.
 async fn run_authorized(
     registry: &ToolRegistry,
     call: &ToolCall,
@@ -91,18 +151,29 @@ async fn run_authorized(
     events: &dyn AgentEvents,
     people: &People,
     actor: &Actor,
-) -> Result<ToolOutput, ToolError> {
-    let arguments = parse_call_arguments(&call.arguments)?;
+    hooks: Option<&dyn ToolHooks>,
+) -> (Result<ToolOutput, ToolError>, Option<ToolCall>) {
+    let arguments = match parse_call_arguments(&call.arguments) {
+        Ok(arguments) => arguments,
+        Err(error) => return (Err(error), None),
+    };
     let changes = registry.get(&call.name).is_none_or(|tool| tool.mutates());
     let notify = |text: &str| {
         events.waiting(text);
         people.tell_elsewhere(actor, &context.session_key, text);
     };
-    people
-        .authorize(actor, &context.session_key, &call.name, changes, &arguments, &notify, &context.cancel)
-        .await
-        .map_err(ToolError::RespondToModel)?;
-    let result = run_unchecked(registry, call, context).await;
+    if let Err(refusal) =
+        people.authorize(actor, &context.session_key, &call.name, changes, &arguments, &notify, &context.cancel).await
+    {
+        return (Err(ToolError::RespondToModel(refusal)), None);
+    }
+    let (result, ran, arguments) = match before_hooks(hooks, call, context).await {
+        Ok(hooked) => {
+            let arguments = parse_call_arguments(&hooked.arguments).unwrap_or(arguments);
+            (run_unchecked(registry, &hooked, context).await, Some(hooked), arguments)
+        }
+        Err(refusal) => (Err(refusal), None, arguments),
+    };
     let detail = match &result {
         Ok(_) => serde_json::json!({"arguments": arguments, "session": context.session_key}),
         Err(ToolError::RespondToModel(error) | ToolError::Fatal(error)) => {
@@ -110,7 +181,7 @@ async fn run_authorized(
         }
     };
     people.audit(AuditKind::ToolCall, actor, &call.name, result.is_ok(), detail);
-    result
+    (result, ran)
 }
 
 async fn run_unchecked(

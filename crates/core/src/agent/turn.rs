@@ -385,8 +385,12 @@ impl Turn<'_> {
             correlation_id: self.outcome.correlation_id.clone(),
             actor: self.actor.clone(),
         };
-        let people = self.agent.people.as_deref();
-        let results = tools::run_calls(&self.tools, calls, &context, self.events, &self.agent.leaks, people).await;
+        let guards = tools::Guards {
+            people: self.agent.people.as_deref(),
+            hooks: self.agent.hooks.as_deref(),
+            tasks: &self.agent.tasks,
+        };
+        let results = tools::run_calls(&self.tools, calls, &context, self.events, &self.agent.leaks, guards).await;
         self.outcome.tool_calls += results.len() as u32;
         let mut fatal = None;
         let mut final_reply = None;

@@ -8,8 +8,11 @@ use serde_json::json;
 use squidbot_sandbox::{Active, Report};
 use squidbot_types::sandbox::SandboxBackend;
 
+use crate::cli::DoctorFlags;
 use crate::config as config_loader;
 use crate::wiring::Environment;
+
+mod security;
 
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +40,12 @@ struct Check {
     detail: String,
 }
 
+/// Runs `doctor` with its flags: the installation checks, or with `--security` the
+/// security review.
+pub fn run_with(flags: &DoctorFlags) -> Result<ExitCode> {
+    if flags.security { security::run(flags.json) } else { run(flags.json) }
+}
+
 /// Runs the checks; exits non-zero when one failed (warnings don't count).
 pub fn run(as_json: bool) -> Result<ExitCode> {
     let mut checks = Vec::new();
@@ -61,10 +70,9 @@ pub fn run(as_json: bool) -> Result<ExitCode> {
     Ok(finish(&checks, Some(&report), as_json))
 }
 
-/// The home, the config, the database and the keys must be the user's alone (700/600):
-/// anything readable by the group or others is named.
-fn privacy_check(environment: &Environment) -> Check {
-    use std::os::unix::fs::PermissionsExt as _;
+/// What squidbot keeps under its home that must be the user's alone (700/600): the home,
+/// the config, the database, the keys, transcripts and memory, those that exist.
+fn private_paths(environment: &Environment) -> Vec<std::path::PathBuf> {
     let home = &environment.paths.home;
     let mut candidates = vec![
         home.clone(),
@@ -76,13 +84,27 @@ fn privacy_check(environment: &Environment) -> Check {
         home.join("memory"),
     ];
     candidates.retain(|path| path.exists());
-    let open: Vec<String> = candidates
-        .iter()
+    candidates
+}
+
+/// Those of [`private_paths`] the group or others may use, with their modes.
+fn exposed_paths(environment: &Environment) -> Vec<(std::path::PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    private_paths(environment)
+        .into_iter()
         .filter_map(|path| {
-            let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
-            (mode & 0o077 != 0).then(|| format!("{} is {mode:o}", path.display()))
+            let mode = std::fs::metadata(&path).ok()?.permissions().mode() & 0o777;
+            (mode & 0o077 != 0).then_some((path, mode))
         })
-        .collect();
+        .collect()
+}
+
+/// The home, the config, the database and the keys must be the user's alone (700/600):
+/// anything readable by the group or others is named.
+fn privacy_check(environment: &Environment) -> Check {
+    let home = &environment.paths.home;
+    let open: Vec<String> =
+        exposed_paths(environment).iter().map(|(path, mode)| format!("{} is {mode:o}", path.display())).collect();
     if open.is_empty() {
         Check {
             name: "files",

@@ -227,14 +227,23 @@ async fn the_workers_command_lists_and_cancels_through_the_running_gateway() {
         stopped.stderr
     );
 
+    // The researcher has a server of its own, so which of the two asks first can't
+    // change who gets which answer: the assistant says it started, the worker stalls.
+    let researcher = ScriptedLlm::start().await;
+    researcher.expect_api_key(KEY);
+    home.append_config(&format!(
+        "[providers.second]\nkind = \"openai\"\napi_base = \"{}\"\napi_key = \"{KEY}\"\n\n\
+         [agents.researcher]\nmodel = \"second/research-model\"\n",
+        researcher.base_url()
+    ));
     assistant.push_all([
         Reply::tool_call(
             "delegate",
             json!({"agent": "researcher", "task": "read everything", "priority": "background"}),
         ),
         Reply::text("Started."),
-        Reply::stall_stream(""),
     ]);
+    researcher.push(Reply::stall_stream(""));
     let _gateway = start_gateway_with(&home, &[DELEGATE_MODE]).await;
     let (mut client, _) = crate::protocol::Client::connected(&_gateway, 4, &["operator.write", "operator.read"]).await;
     client.call("chat.send", json!({"message": "read everything in the background"})).await;

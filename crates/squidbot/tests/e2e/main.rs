@@ -13,6 +13,7 @@ mod email;
 mod gateway;
 mod gateway_password;
 mod harness;
+mod hooks;
 mod leaks;
 mod matrix;
 mod mcp;

@@ -46,3 +46,43 @@ async fn everything_squidbot_creates_is_private_and_doctor_names_what_is_not() {
     );
     server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_security_names_plaintext_keys_and_an_open_gateway_until_they_are_fixed() {
+    let server = ScriptedLlm::start().await;
+    let home = Home::with_minimal_config(&server);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    home.append_config("[gateway]\nbind = \"0.0.0.0\"\n\n[gateway.auth]\nmode = \"none\"\n");
+    let doctor = home.run(&["doctor", "--security"]).await.failure();
+    assert_eq!(doctor.status.code(), Some(1), "{}", doctor.stdout);
+    let line = |key: &str| doctor.stdout.lines().find(|line| line.contains(key)).map(str::to_owned);
+    let credential = line("providers.local.api_key").unwrap_or_else(|| panic!("{}", doctor.stdout));
+    assert!(credential.starts_with("warn") && credential.contains("secrets import-config"), "{credential}");
+    let auth = line("gateway.auth.mode").unwrap_or_else(|| panic!("{}", doctor.stdout));
+    assert!(auth.starts_with("CRIT") && auth.contains("0.0.0.0"), "{auth}");
+    assert!(line("gateway.tls").is_some_and(|tls| tls.contains("TLS proxy")), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains(crate::harness::KEY), "the report never prints a credential: {}", doctor.stdout);
+
+    let json = home.run(&["doctor", "--security", "--json"]).await.failure();
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    let critical: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["severity"] == "critical")
+        .map(|finding| finding["key"].as_str().unwrap())
+        .collect();
+    assert!(critical.contains(&"gateway.auth.mode"), "{critical:?}");
+
+    // A token, then every credential into the vault.
+    home.write_config(&format!(
+        "{config}\n[gateway]\nbind = \"0.0.0.0\"\n\n[gateway.auth]\nmode = \"token\"\ntoken = \"a-long-gateway-token\"\n"
+    ));
+    home.run(&["secrets", "import-config"]).await.success();
+    let doctor = home.run(&["doctor", "--security"]).await.success();
+    assert!(!doctor.stdout.contains("api_key") && !doctor.stdout.contains("gateway.auth.token"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("holds no credential in clear"), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains("CRIT"), "{}", doctor.stdout);
+    server.assert_clean();
+}

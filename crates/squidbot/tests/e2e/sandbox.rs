@@ -13,7 +13,7 @@ const PLANTED_API_KEY: &str = "planted-gateway-api-key-5f3e";
 const PLANTED_SSH_KEY: &str = "PLANTED-SSH-KEY-MATERIAL-91ab";
 const PLANTED_CONFIG: &str = "planted-config-marker-77cd";
 
-fn declared_unavailable(backend: &str) -> bool {
+pub(crate) fn declared_unavailable(backend: &str) -> bool {
     let declared = std::env::var("SQUIDBOT_TEST_SANDBOX_UNAVAILABLE").unwrap_or_default();
     let unavailable = declared.split(',').any(|name| name.trim() == backend);
     if unavailable {

@@ -1,7 +1,5 @@
 //! The secrets vault: sealed at rest, bound to names, refusing wrong keys and tampering.
 
-use std::time::Instant;
-
 use squidbot_store::{Database, Vault, VaultError, VaultKey};
 
 fn database(directory: &tempfile::TempDir) -> Database {
@@ -155,19 +153,4 @@ fn rotate_needs_an_existing_secret_and_remove_forgets_it() {
     assert!(!vault.remove("openai").unwrap());
     assert!(vault.get("openai").unwrap().is_none());
     assert!(matches!(vault.set("bad name", "x"), Err(VaultError::InvalidName { .. })));
-}
-
-#[test]
-fn a_cached_lookup_takes_well_under_ten_microseconds() {
-    let directory = tempfile::tempdir().unwrap();
-    let vault = Vault::open(database(&directory), &VaultKey::from_bytes([7; 32])).unwrap();
-    vault.set("openai", "sk-value").unwrap();
-    vault.get("openai").unwrap();
-    let rounds = 10_000_u32;
-    let started = Instant::now();
-    for _ in 0..rounds {
-        assert!(vault.get("openai").unwrap().is_some());
-    }
-    let each = started.elapsed() / rounds;
-    assert!(each.as_micros() < 10, "{each:?} per lookup");
 }
