@@ -39,6 +39,13 @@ pub struct PeopleDatabase {
 /// command's reach.
 const AUDIT_KEY_FILE: &str = "audit.key";
 
+impl std::fmt::Debug for PeopleDatabase {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        formatter.debug_struct("PeopleDatabase").finish_non_exhaustive()
+    }
+}
+
 /// Opens the people's stores (creating the audit key on first use).
 pub fn open(environment: &Environment) -> Result<PeopleDatabase> {
     open_at(&environment.paths.home, environment.database()?)

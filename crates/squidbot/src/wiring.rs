@@ -51,6 +51,7 @@ pub struct Environment {
     sandbox: OnceLock<Arc<LinuxSandbox>>,
     bus: OnceLock<Arc<squidbot_bus::Bus>>,
     people: OnceLock<Arc<squidbot_core::people::People>>,
+    people_database: OnceLock<crate::people::PeopleDatabase>,
 }
 
 impl Environment {
@@ -66,6 +67,7 @@ impl Environment {
             sandbox: OnceLock::new(),
             bus: OnceLock::new(),
             people: OnceLock::new(),
+            people_database: OnceLock::new(),
         })
     }
 
@@ -347,12 +349,21 @@ impl Environment {
         if let Some(people) = self.people.get() {
             return Ok(people.clone());
         }
-        let database = crate::people::open(self)?;
+        let database = self.people_database()?;
         let people = database.policy(self.config());
         if let Some(owner) = database.ensure_owner(self.config(), &people)? {
             tracing::info!(user = %owner.id, "made the first admin from the owner");
         }
         Ok(self.people.get_or_init(|| Arc::new(people)).clone())
+    }
+
+    /// The people's stores over the database and the audit key, opened once per process.
+    pub fn people_database(&self) -> Result<crate::people::PeopleDatabase> {
+        if let Some(database) = self.people_database.get() {
+            return Ok(database.clone());
+        }
+        let database = crate::people::open(self)?;
+        Ok(self.people_database.get_or_init(|| database).clone())
     }
 
     /// `catalogue` with the built-in tools confined by a role's own sandbox, if it has one.

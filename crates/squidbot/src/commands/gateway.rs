@@ -119,7 +119,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     }
     let agent = Arc::new(environment.ready_assistant(None, true, "gateway")?);
     let people = environment.people()?;
-    let people_database = crate::people::open(environment)?;
+    let people_database = environment.people_database()?;
     let directory = people_database.directory.clone();
     refuse_unconfined_people(environment, &people)?;
     let mut models = vec![agent.settings().model.clone()];
