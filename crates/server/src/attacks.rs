@@ -4,20 +4,13 @@
 //! token-guessing run, framing and unauthenticated metrics).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use squidbot_core::agent::{Agent, AgentSettings};
-use squidbot_core::clock::SystemClock;
 use squidbot_core::events::EventHub;
-use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StreamSink};
 use squidbot_core::runs::Runner;
-use squidbot_core::store::memory::MemorySessionStore;
-use squidbot_core::tool::ToolRegistry;
-use squidbot_core::workspace::MemoryWorkspace;
 use squidbot_types::Secret;
 use squidbot_types::config::{Config, ProviderConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,25 +18,13 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
+use crate::ws::fixture::{Refusing, test_agent};
 use crate::{Auth, Gateway, ProviderSummary, Services};
 
 const TOKEN: &str = "the-right-gateway-token";
 
 /// A provider base URL with credentials in it, as a careless config holds them.
 const LEAKY_URL: &str = "https://alice:hunter2@llm.example/v1?api-key=sk-leak&deployment=gpt";
-
-/// A model that refuses every call; no test here runs a turn.
-struct Refusing;
-
-impl LlmProvider for Refusing {
-    async fn complete<'a>(
-        &'a self,
-        _request: &'a CompletionRequest,
-        _sink: &'a dyn StreamSink,
-    ) -> Result<Completion, ProviderError> {
-        Err(ProviderError::Auth { provider: "fake".into(), message: "no model in this test".into() })
-    }
-}
 
 /// A gateway served on a loopback port.
 struct Served {
@@ -70,26 +51,8 @@ fn config(adjust: impl FnOnce(&mut Config)) -> Config {
 }
 
 async fn serve(auth: Auth, config: Config) -> Served {
-    let settings = AgentSettings {
-        model: "fake/model".into(),
-        max_turns: 1,
-        max_tokens: 100,
-        temperature: None,
-        context_window: 10_000,
-        stream: true,
-        workspace: PathBuf::from("/nonexistent"),
-        runtime: squidbot_core::context::RuntimeInfo::default(),
-        context: "owner".into(),
-    };
-    let agent = Agent::new(
-        Arc::new(Refusing),
-        ToolRegistry::default(),
-        Arc::new(MemorySessionStore::default()),
-        Arc::new(MemoryWorkspace::new()),
-        Arc::new(SystemClock),
-        settings,
-    );
-    let runner = Runner::new(Arc::new(agent), EventHub::new());
+    // No test here runs a turn: the model refuses every call.
+    let runner = Runner::new(Arc::new(test_agent(Arc::new(Refusing), 1)), EventHub::new());
     let services = Services {
         providers: vec![ProviderSummary {
             name: "leaky".into(),

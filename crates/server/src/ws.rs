@@ -11,7 +11,7 @@ mod chat;
 mod connect;
 mod cron;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 pub mod frame;
 mod memory;
 pub(crate) mod methods;

@@ -460,3 +460,4 @@ async fn a_background_compaction_is_tracked_and_stopped_by_shutdown() {
 
 mod contexts;
 mod hooks;
+mod stored_redaction;

@@ -9,7 +9,7 @@ use axum::extract::ws::Message;
 use squidbot_core::agent::{Agent, AgentSettings};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::events::EventHub;
-use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StreamSink};
+use squidbot_core::provider::{Completion, CompletionRequest, DynLlmProvider, LlmProvider, ProviderError, StreamSink};
 use squidbot_core::runs::Runner;
 use squidbot_core::store::memory::MemorySessionStore;
 use squidbot_core::tool::ToolRegistry;
@@ -21,7 +21,7 @@ use super::{Access, Connection, PROTOCOL_MAX, translate};
 use crate::{Auth, Gateway, Services};
 
 /// A model that refuses every call; the request layer never reaches it.
-struct Refusing;
+pub(crate) struct Refusing;
 
 impl LlmProvider for Refusing {
     async fn complete<'a>(
@@ -33,11 +33,12 @@ impl LlmProvider for Refusing {
     }
 }
 
-/// A gateway guarded by `auth` with nothing but a runner.
-pub(super) fn gateway(auth: Auth) -> Arc<Gateway> {
+/// The agent the server's tests run: `model` answering as `fake/model`, no tools, sessions
+/// in memory, the owner's context.
+pub(crate) fn test_agent(model: Arc<dyn DynLlmProvider>, max_turns: u32) -> Agent {
     let settings = AgentSettings {
         model: "fake/model".into(),
-        max_turns: 1,
+        max_turns,
         max_tokens: 100,
         temperature: None,
         context_window: 10_000,
@@ -46,15 +47,19 @@ pub(super) fn gateway(auth: Auth) -> Arc<Gateway> {
         runtime: squidbot_core::context::RuntimeInfo::default(),
         context: "owner".into(),
     };
-    let agent = Agent::new(
-        Arc::new(Refusing),
+    Agent::new(
+        model,
         ToolRegistry::default(),
         Arc::new(MemorySessionStore::default()),
         Arc::new(MemoryWorkspace::new()),
         Arc::new(SystemClock),
         settings,
-    );
-    let runner = Runner::new(Arc::new(agent), EventHub::new());
+    )
+}
+
+/// A gateway guarded by `auth` with nothing but a runner.
+pub(super) fn gateway(auth: Auth) -> Arc<Gateway> {
+    let runner = Runner::new(Arc::new(test_agent(Arc::new(Refusing), 1)), EventHub::new());
     Gateway::new(runner, auth, vec!["fake/model".into()], Services::default())
 }
 

@@ -2,13 +2,11 @@
 //! tests speak to it with: the WebSocket protocol and plain HTTP/1.1.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use squidbot_core::agent::{Agent, AgentSettings};
 use squidbot_core::clock::SystemClock;
 use squidbot_core::events::EventHub;
 use squidbot_core::people::memory::{MemoryApprovals, MemoryAudit, MemoryDirectory, MemoryUsage};
@@ -16,9 +14,6 @@ use squidbot_core::people::tokens::{TOKEN_PREFIX, token_hash};
 use squidbot_core::people::{People, PeopleSettings, PeopleStores};
 use squidbot_core::provider::{Completion, CompletionRequest, LlmProvider, ProviderError, StopReason, StreamSink};
 use squidbot_core::runs::Runner;
-use squidbot_core::store::memory::MemorySessionStore;
-use squidbot_core::tool::ToolRegistry;
-use squidbot_core::workspace::MemoryWorkspace;
 use squidbot_types::Secret;
 use squidbot_types::message::Usage;
 use squidbot_types::people::{ADMIN, AuditRow, BudgetLimits, USER, User};
@@ -26,6 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
+use crate::ws::fixture::test_agent;
 use crate::{Auth, Gateway, Services};
 
 /// The gateway's own token: the owner's.
@@ -121,26 +117,7 @@ impl World {
             approvals: approvals.clone(),
         };
         let people = Arc::new(People::new(PeopleSettings::default(), stores, Arc::new(SystemClock)));
-        let settings = AgentSettings {
-            model: "fake/model".into(),
-            max_turns: 2,
-            max_tokens: 100,
-            temperature: None,
-            context_window: 10_000,
-            stream: true,
-            workspace: PathBuf::from("/nonexistent"),
-            runtime: squidbot_core::context::RuntimeInfo::default(),
-            context: "owner".into(),
-        };
-        let agent = Agent::new(
-            Arc::new(Model),
-            ToolRegistry::default(),
-            Arc::new(MemorySessionStore::default()),
-            Arc::new(MemoryWorkspace::new()),
-            Arc::new(SystemClock),
-            settings,
-        )
-        .with_people(people.clone());
+        let agent = test_agent(Arc::new(Model), 2).with_people(people.clone());
         let runner = Runner::new(Arc::new(agent), EventHub::new());
         let memories = squidbot_core::memory::Memories::new(
             Arc::new(squidbot_core::memory::in_memory::InMemoryMemoryStore::default()),
