@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 use crate::clock::{Clock, rfc3339};
 use crate::compactor::{CompactionOutput, CompactionPlan, CompactionPolicy};
 use crate::context::{self, PromptProfile, PromptSection, PromptSections, RuntimeInfo};
-use crate::hooks::ToolHooks;
+use crate::hooks::{Hook, HookBus};
 use crate::leaks::LeakScanner;
 use crate::memory::Memories;
 use crate::people::People;
@@ -119,6 +119,18 @@ pub enum TurnStatus {
     Refused,
 }
 
+impl TurnStatus {
+    /// The status as hooks and logs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::MaxTurns => "max_turns",
+            TurnStatus::Cancelled => "cancelled",
+            TurnStatus::Refused => "refused",
+        }
+    }
+}
+
 /// The result of one user turn.
 #[derive(Debug, Clone)]
 pub struct TurnOutcome {
@@ -192,8 +204,11 @@ pub struct Agent {
     context_workspaces: Option<Arc<dyn ContextWorkspaces>>,
     /// The people's policy: budgets, tool policy, approvals, usage and audit.
     people: Option<Arc<People>>,
-    /// Hooks around tool calls.
-    hooks: Option<Arc<dyn ToolHooks>>,
+    /// The configured hooks (executables), before the built-ins.
+    configured_hooks: Vec<Arc<dyn Hook>>,
+    /// Every hook in order: the configured ones, then the built-in redaction and audit
+    /// trail. Rebuilt whenever one of its parts changes.
+    hooks: Arc<HookBus>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -229,8 +244,22 @@ impl Agent {
             shutdown: CancellationToken::new(),
             context_workspaces: None,
             people: None,
-            hooks: None,
+            configured_hooks: Vec::new(),
+            hooks: Arc::new(HookBus::default()),
         }
+        .with_built_in_hooks()
+    }
+
+    /// Puts the hook bus together again from the configured hooks, the redaction of the
+    /// agent's leak scanner and the people's audit trail.
+    fn with_built_in_hooks(mut self) -> Self {
+        let mut hooks = self.configured_hooks.clone();
+        hooks.push(Arc::new(redaction::RedactReplies::new(self.leaks.clone())));
+        if let Some(people) = &self.people {
+            hooks.push(Arc::new(crate::people::AuditTrail::new(people.clone())));
+        }
+        self.hooks = Arc::new(HookBus::new(hooks));
+        self
     }
 
     /// Puts every turn under the people's policy: the actor's budget is checked before
@@ -238,14 +267,20 @@ impl Agent {
     /// for an admin or are refused, and every model call and tool call is accounted.
     pub fn with_people(mut self, people: Arc<People>) -> Self {
         self.people = Some(people);
-        self
+        self.with_built_in_hooks()
     }
 
-    /// Asks `hooks` before every tool call (they may rewrite or veto it) and tells them
-    /// after (without waiting for them).
-    pub fn with_hooks(mut self, hooks: Arc<dyn ToolHooks>) -> Self {
-        self.hooks = Some(hooks);
-        self
+    /// Runs `hooks` (in order, before the built-in ones) on the events of every turn:
+    /// messages received, turns started and finished, tool calls, replies, sessions
+    /// created, and the runs of the jobs this agent answers.
+    pub fn with_hooks(mut self, hooks: Vec<Arc<dyn Hook>>) -> Self {
+        self.configured_hooks = hooks;
+        self.with_built_in_hooks()
+    }
+
+    /// The hook bus every turn of this agent goes through.
+    pub fn hooks(&self) -> &Arc<HookBus> {
+        &self.hooks
     }
 
     /// The people's policy, if the agent runs under one.
@@ -263,7 +298,7 @@ impl Agent {
     /// the default one (secret shapes only).
     pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
         self.leaks = leaks;
-        self
+        self.with_built_in_hooks()
     }
 
     /// Adds per-context prompt sections (memory.md, bulletin).
@@ -296,6 +331,7 @@ impl Agent {
         self.shutdown.cancel();
         self.tasks.close();
         self.tasks.wait().await;
+        self.hooks.close().await;
     }
 
     /// The workspace the agent reads its prompt files from.
@@ -461,7 +497,35 @@ impl Agent {
             if let Some(sub_agents) = &self.sub_agents {
                 sub_agents.record_finished_boxed(self, session).await?;
             }
-            let outcome = self.run_turn_inner(session, input, events, cancel, correlation_id).await?;
+            let user = match (input.actor, &self.people) {
+                (Some(actor), _) => actor.user.clone(),
+                (None, Some(people)) => people.actor_for_context(&session.header().context).user,
+                (None, None) => None,
+            };
+            let result = self.run_turn_inner(session, input, events, cancel, correlation_id).await;
+            if self.hooks.wants(crate::hooks::HookEvent::TurnFinished, "") {
+                let finished = crate::hooks::HookInput {
+                    user,
+                    ..crate::hooks::HookInput::new(
+                        crate::hooks::HookEvent::TurnFinished,
+                        session.key(),
+                        &session.header().context,
+                    )
+                };
+                let finished = match &result {
+                    Ok(outcome) => finished
+                        .with("status", outcome.status.name())
+                        .with("model", outcome.model.clone())
+                        .with("model_calls", outcome.model_calls)
+                        .with("tool_calls", outcome.tool_calls)
+                        .with("reply_chars", outcome.reply.chars().count()),
+                    Err(error) => {
+                        finished.with("status", "failed").with("error", self.leaks.redact(&error.to_string()).0)
+                    }
+                };
+                self.hooks.observe(finished).await;
+            }
+            let outcome = result?;
             if outcome.status != TurnStatus::Cancelled {
                 self.check_pressure(session, outcome.prompt_tokens, events).await?;
             }

@@ -48,6 +48,9 @@ struct Needles {
     sorted: Vec<Vec<u8>>,
     /// Bytes a form starts with.
     first_bytes: [bool; 256],
+    /// The first two bytes of every form, a bit each (`first << 8 | second`): a streamed
+    /// tail whose pair no form starts with needs no lookup in `sorted`.
+    first_pairs: Box<[u64; 1024]>,
     /// Length of the longest form.
     longest: usize,
     /// One automaton over all forms; `None` without configured values.
@@ -56,7 +59,14 @@ struct Needles {
 
 impl Default for Needles {
     fn default() -> Self {
-        Self { values: 0, sorted: Vec::new(), first_bytes: [false; 256], longest: 0, automaton: None }
+        Self {
+            values: 0,
+            sorted: Vec::new(),
+            first_bytes: [false; 256],
+            first_pairs: Box::new([0; 1024]),
+            longest: 0,
+            automaton: None,
+        }
     }
 }
 
@@ -84,8 +94,11 @@ impl LeakScanner {
         sorted.sort();
         sorted.dedup();
         let mut first_bytes = [false; 256];
+        let mut first_pairs = Box::new([0_u64; 1024]);
         for form in &sorted {
             first_bytes[usize::from(form[0])] = true;
+            let pair = usize::from(form[0]) << 8 | usize::from(form[1]);
+            first_pairs[pair / 64] |= 1 << (pair % 64);
         }
         let longest = sorted.iter().map(Vec::len).max().unwrap_or(0);
         // Standard semantics for overlapping search: every occurrence of every form is
@@ -99,7 +112,9 @@ impl LeakScanner {
                     None
                 }
             });
-        Self { needles: Arc::new(Needles { values: values.len(), sorted, first_bytes, longest, automaton }) }
+        Self {
+            needles: Arc::new(Needles { values: values.len(), sorted, first_bytes, first_pairs, longest, automaton }),
+        }
     }
 
     /// True when no configured value is searched (key shapes still are).

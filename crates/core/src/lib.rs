@@ -31,6 +31,7 @@ pub mod scheduler;
 mod scripted;
 pub mod secrets;
 pub mod session;
+pub mod skill_use;
 pub mod store;
 pub mod sync;
 pub mod text;

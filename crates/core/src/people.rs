@@ -4,6 +4,7 @@
 //! database in the gateway and in memory in tests (`memory`).
 
 pub mod audit;
+mod audit_trail;
 pub mod budget;
 mod glob;
 pub mod memory;
@@ -14,6 +15,7 @@ pub mod rules;
 mod service;
 pub mod tokens;
 
+pub use audit_trail::{ACTOR_DETAIL, AuditTrail};
 pub use glob::matches as glob_matches;
 pub use ports::{ApprovalStore, AuditLog, Directory, PeopleStoreError, UsageGrouping, UsageLedger, UsageSubject};
 pub use roles::{RoleBook, RolePolicy};

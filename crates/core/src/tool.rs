@@ -28,6 +28,9 @@ pub struct ToolContext {
     /// Who the turn acts for (its tools, approvals and budget follow from them); `None`
     /// where no people's policy applies.
     pub actor: Option<squidbot_types::people::Actor>,
+    /// The skills the turn read the `SKILL.md` of so far, shared by all its tool calls;
+    /// commands get their `addons.env` variables.
+    pub skills_in_use: crate::skill_use::SkillsInUse,
 }
 
 /// A file a tool hands to the people of the conversation: chat channels send it with the

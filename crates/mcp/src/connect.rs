@@ -13,6 +13,7 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
+use squidbot_core::leaks::LeakScanner;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio_util::task::AbortOnDropHandle;
@@ -63,14 +64,15 @@ impl Connection {
 /// Why a connection could not be opened.
 pub type ConnectError = String;
 
-/// Starts the server and performs the MCP handshake.
-pub async fn connect(settings: &ServerSettings) -> Result<Connection, ConnectError> {
+/// Starts the server and performs the MCP handshake; a stdio server's inherited variables
+/// carry none of the secrets `withheld` knows.
+pub async fn connect(settings: &ServerSettings, withheld: &LeakScanner) -> Result<Connection, ConnectError> {
     let tools_changed = Arc::new(AtomicBool::new(false));
     let handler = Handler { server: settings.name.clone(), tools_changed: tools_changed.clone() };
     let (service, stderr) = match &settings.transport {
         Transport::Stdio { command, args, env } => {
             let mut process = tokio::process::Command::new(command);
-            process.args(args).env_clear().envs(server_environment(command, env, std::env::vars_os()));
+            process.args(args).env_clear().envs(server_environment(command, env, std::env::vars_os(), withheld));
             let mut wrapped = CommandWrap::from(process);
             // Its own process group, so a server started through a wrapper (npx, a shell)
             // dies with all its children.

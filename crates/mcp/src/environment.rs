@@ -1,10 +1,12 @@
-//! The environment a stdio server starts with: empty but for a few harmless variables, a
-//! fixed `PATH` and the server's configured `env`, which may never carry credentials or
-//! change how programs are loaded.
+//! The environment a stdio server starts with: empty but for a few harmless variables
+//! (none carrying a known secret in its value), a fixed `PATH` and the server's configured
+//! `env`, which may never carry credentials by name or change how programs are loaded.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
+
+use squidbot_core::leaks::LeakScanner;
 
 /// Variables passed through from the gateway when set (plus every `LC_*`).
 pub const INHERITED_NAMES: [&str; 5] = ["HOME", "LANG", "TERM", "TZ", "USER"];
@@ -45,16 +47,28 @@ fn inherited(name: &str) -> bool {
     INHERITED_NAMES.contains(&name) || name.starts_with("LC_")
 }
 
-/// The full environment of a stdio server: the inherited names found in `parent`, the safe
-/// `PATH` (with the directory of `command` first when it is absolute), then `configured`
-/// minus anything [`refusal`] rejects (configuration checks report those as errors first).
+/// The full environment of a stdio server: the inherited names found in `parent` (minus
+/// any whose value carries a secret `withheld` knows), the safe `PATH` (with the directory
+/// of `command` first when it is absolute), then `configured` minus anything [`refusal`]
+/// rejects (configuration checks report those as errors first). A configured value from
+/// the vault is the server's own: it declared it.
 pub fn server_environment(
     command: &str,
     configured: &BTreeMap<String, String>,
     parent: impl IntoIterator<Item = (OsString, OsString)>,
+    withheld: &LeakScanner,
 ) -> Vec<(OsString, OsString)> {
-    let mut environment: Vec<(OsString, OsString)> =
-        parent.into_iter().filter(|(name, _)| name.to_str().is_some_and(inherited)).collect();
+    let mut environment: Vec<(OsString, OsString)> = parent
+        .into_iter()
+        .filter(|(name, _)| name.to_str().is_some_and(inherited))
+        .filter(|(name, value)| {
+            let carries_secret = !withheld.scan(&value.to_string_lossy()).is_empty();
+            if carries_secret {
+                tracing::warn!(variable = ?name, "not passing a variable to an MCP server: its value carries a secret");
+            }
+            !carries_secret
+        })
+        .collect();
     let path = match Path::new(command).parent() {
         Some(directory) if Path::new(command).is_absolute() => {
             let mut path = directory.as_os_str().to_owned();
@@ -112,12 +126,24 @@ mod tests {
         .map(|(name, value)| (OsString::from(name), OsString::from(value)));
         let configured =
             BTreeMap::from([("ROOT".to_owned(), "/srv".to_owned()), ("GITHUB_TOKEN".to_owned(), "ghp_x".to_owned())]);
-        let environment = server_environment("/opt/node/bin/npx", &configured, parent);
+        let environment = server_environment("/opt/node/bin/npx", &configured, parent, &LeakScanner::default());
         let names: Vec<&str> = environment.iter().filter_map(|(name, _)| name.to_str()).collect();
         assert_eq!(names, ["HOME", "LC_ALL", "PATH", "ROOT"]);
         let path = &environment[2].1;
         assert_eq!(path, "/opt/node/bin:/usr/local/bin:/usr/bin:/bin");
-        let relative = server_environment("npx", &BTreeMap::new(), []);
+        let relative = server_environment("npx", &BTreeMap::new(), [], &LeakScanner::default());
         assert_eq!(relative, [(OsString::from("PATH"), OsString::from(SAFE_PATH))]);
+    }
+
+    #[test]
+    fn an_inherited_variable_carrying_a_secret_is_withheld_but_the_servers_own_env_is_kept() {
+        let vault_value = "correct-horse-battery-staple";
+        let parent = [("USER", vault_value), ("LANG", "C.UTF-8")]
+            .map(|(name, value)| (OsString::from(name), OsString::from(value)));
+        let configured = BTreeMap::from([("MODE".to_owned(), vault_value.to_owned())]);
+        let withheld = LeakScanner::new([vault_value.to_owned()]);
+        let environment = server_environment("npx", &configured, parent, &withheld);
+        let names: Vec<&str> = environment.iter().filter_map(|(name, _)| name.to_str()).collect();
+        assert_eq!(names, ["LANG", "PATH", "MODE"], "USER carried the vault value; MODE is the server's own");
     }
 }

@@ -78,8 +78,10 @@ impl McpManager {
     }
 
     /// Refuses calls to HTTP servers whose arguments carry one of these configured secrets
-    /// (key shapes are refused without it).
+    /// (key shapes are refused without it), and starts stdio servers without an inherited
+    /// variable that carries one. Called before any server started.
     pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.servers = self.servers.iter().map(|server| Arc::new(server.withholding(leaks.clone()))).collect();
         self.leaks = leaks;
         self
     }

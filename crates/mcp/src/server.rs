@@ -15,6 +15,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use squidbot_core::leaks::LeakScanner;
+
 use crate::backoff::Backoff;
 use crate::connect::{Connection, connect, short};
 use crate::content::render;
@@ -68,6 +70,8 @@ enum Phase {
 pub struct Server {
     settings: ServerSettings,
     backoff: Backoff,
+    /// Secrets its inherited environment may not carry.
+    withheld: LeakScanner,
     inner: Mutex<Inner>,
     start_gate: tokio::sync::Mutex<()>,
 }
@@ -78,9 +82,16 @@ impl Server {
         Self {
             settings,
             backoff,
+            withheld: LeakScanner::default(),
             inner: Mutex::new(Inner { phase: Phase::Idle, failures: 0, tools: Vec::new() }),
             start_gate: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The same server, not started, whose inherited environment carries none of the
+    /// secrets `withheld` knows.
+    pub fn withholding(&self, withheld: LeakScanner) -> Self {
+        Self { withheld, ..Self::new(self.settings.clone(), self.backoff) }
     }
 
     /// Its checked configuration.
@@ -243,7 +254,7 @@ impl Server {
 
     /// Spawns or connects, then lists the tools.
     async fn start(&self) -> Result<(Arc<Connection>, Vec<RemoteTool>), String> {
-        let connection = connect(&self.settings).await?;
+        let connection = connect(&self.settings, &self.withheld).await?;
         let raw =
             list_raw(connection.service.peer()).await.map_err(|error| format!("can't list its tools: {error}"))?;
         let tools = sanitize_listing(&self.settings.name, &raw, &self.settings.allow);

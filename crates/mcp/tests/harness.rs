@@ -76,6 +76,7 @@ pub fn context(workspace: &Path) -> ToolContext {
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
         actor: None,
+        skills_in_use: Default::default(),
     }
 }
 

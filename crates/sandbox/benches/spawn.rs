@@ -62,6 +62,7 @@ fn main() {
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
         actor: None,
+        skills_in_use: Default::default(),
     };
     let exec = |sandbox: Arc<dyn Sandbox>| {
         ExecTool::new(PathGuard::restricted_to_workspace(), &ExecConfig::default()).with_sandbox(sandbox)

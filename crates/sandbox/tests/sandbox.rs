@@ -91,6 +91,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
             actor: None,
+            skills_in_use: Default::default(),
         };
         Some(Fixture { _directories: directories, home, squidbot_home, workspace, outside, tool, context })
     }

@@ -64,6 +64,8 @@ pub(crate) struct Doors {
     allowed_origins: Vec<String>,
     /// `metrics_open`.
     pub(crate) metrics_open: bool,
+    /// `[gateway.tls]` is set: a `Host` without a port means 443, not 80.
+    tls: bool,
 }
 
 impl Doors {
@@ -82,14 +84,16 @@ impl Doors {
             })
             .collect();
         let allowed_origins = config.allowed_origins.iter().map(|origin| normalize_origin(origin)).collect();
-        Self { allowed_hosts, allowed_origins, metrics_open: config.metrics_open }
+        let tls = config.tls.cert.is_some() && config.tls.key.is_some();
+        Self { allowed_hosts, allowed_origins, metrics_open: config.metrics_open, tls }
     }
 
     /// True when `host` (with `port`, if it named one) is an address of this gateway as
     /// reached through `local`.
     fn host_allowed(&self, host: &str, port: Option<u16>, local: SocketAddr) -> bool {
         let local_ip = local.ip().to_canonical();
-        let own_port = port.unwrap_or(80) == local.port();
+        let port = port.unwrap_or(if self.tls { 443 } else { 80 });
+        let own_port = port == local.port();
         let own_address = match host.parse::<IpAddr>() {
             Ok(ip) => {
                 let ip = ip.to_canonical();
@@ -100,9 +104,7 @@ impl Doors {
         if own_address && own_port {
             return true;
         }
-        self.allowed_hosts
-            .iter()
-            .any(|(name, wanted)| name == host && wanted.is_none_or(|wanted| wanted == port.unwrap_or(80)))
+        self.allowed_hosts.iter().any(|(name, wanted)| name == host && wanted.is_none_or(|wanted| wanted == port))
     }
 
     /// True when a page of `origin` may open the WebSocket of a request to `host:port`.
@@ -258,6 +260,17 @@ mod tests {
         for unreadable in ["", "a b", "user@host", "[::1", "::1:80", "host:port"] {
             assert!(split_host(unreadable).is_none(), "{unreadable:?}");
         }
+    }
+
+    #[test]
+    fn a_host_without_a_port_means_443_with_tls() {
+        let mut config = GatewayConfig::default();
+        config.tls.cert = Some("cert.pem".into());
+        config.tls.key = Some("key.pem".into());
+        let tls = Doors::from_config(Some(&config));
+        assert!(allowed(&tls, "192.168.1.5", "192.168.1.5:443"));
+        assert!(!allowed(&tls, "192.168.1.5", "192.168.1.5:80"));
+        assert!(allowed(&Doors::default(), "192.168.1.5", "192.168.1.5:80"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod metrics;
 mod openai;
 mod people;
 mod redact;
+pub mod tls;
 mod ui;
 pub mod ws;
 
@@ -341,6 +342,25 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 /// Serves until `shutdown` is cancelled, then stops accepting, lets running turns finish
 /// and closes WebSocket clients.
 pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: CancellationToken) -> std::io::Result<()> {
+    serve(guard::NoDelay(listener), gateway, shutdown).await
+}
+
+/// Like [`run`], serving HTTPS and WSS with `tls`, whose files are read again when they
+/// change.
+pub async fn run_tls(
+    listener: TcpListener,
+    tls: tls::Tls,
+    gateway: Arc<Gateway>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    serve(tls::TlsListener::start(guard::NoDelay(listener), tls)?, gateway, shutdown).await
+}
+
+async fn serve<L>(listener: L, gateway: Arc<Gateway>, shutdown: CancellationToken) -> std::io::Result<()>
+where
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
+    for<'a> guard::Addresses: axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, L>>,
+{
     let mut events = gateway.runner.hub().subscribe(squidbot_core::events::Filter::All);
     let metered = gateway.clone();
     let metrics_task = tokio::spawn(async move {
@@ -350,7 +370,6 @@ pub async fn run(listener: TcpListener, gateway: Arc<Gateway>, shutdown: Cancell
     });
     let bus_task = bus::start(&gateway, shutdown.clone());
     let stopping = gateway.clone();
-    let listener = guard::NoDelay(listener);
     let served =
         axum::serve(listener, router(gateway.clone()).into_make_service_with_connect_info::<guard::Addresses>())
             .with_graceful_shutdown(async move {

@@ -73,6 +73,19 @@ pub(crate) fn urls_in(value: &mut Value) {
     }
 }
 
+/// Hides the values of every MCP server's `env` in a serialized config: any of them may
+/// have come from the vault (`"secret:NAME"`), which the resolved config no longer tells.
+pub(crate) fn mcp_environment_in(config: &mut Value) {
+    let Some(servers) = config.pointer_mut("/mcp/servers").and_then(Value::as_object_mut) else { return };
+    for server in servers.values_mut() {
+        if let Some(environment) = server.get_mut("env").and_then(Value::as_object_mut) {
+            for value in environment.values_mut() {
+                *value = Value::String(squidbot_types::secret::REDACTED.to_owned());
+            }
+        }
+    }
+}
+
 /// Serializes a URL field with its credentials hidden.
 pub(crate) fn serialize_url<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&url(text))
@@ -81,6 +94,16 @@ pub(crate) fn serialize_url<S: serde::Serializer>(text: &str, serializer: S) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_server_environment_values_are_hidden() {
+        let mut config = serde_json::json!({"mcp": {"servers": {"everything": {"env": {"GREETING": "from-the-vault"}, "command": "node"}}}});
+        mcp_environment_in(&mut config);
+        assert_eq!(
+            config,
+            serde_json::json!({"mcp": {"servers": {"everything": {"env": {"GREETING": squidbot_types::secret::REDACTED}, "command": "node"}}}})
+        );
+    }
 
     #[test]
     fn userinfo_and_key_like_parameters_are_hidden() {

@@ -1,7 +1,9 @@
 //! squidbot's skills: `SKILL.md` parsing, discovery across sources with an mtime cache,
 //! availability checks, the `<skills>` prompt block (as core's `PromptSections`), the
-//! bundled skills, and validated installs.
+//! bundled skills, validated installs, and the `addons.env` variables of the skills a turn
+//! uses.
 
+pub mod addons;
 pub mod availability;
 pub mod bundled;
 pub mod catalog;
@@ -10,6 +12,7 @@ pub mod manifest;
 pub mod problem;
 pub mod prompt;
 
+pub use addons::{SkillAddonEnvironment, VariableValues};
 pub use availability::{Host, Missing, SystemHost};
 pub use bundled::{BUNDLED, BUNDLED_VERSION, BundledSkill};
 pub use catalog::{ContextSkills, Discovery, Skill, SkillCatalog, SkillRoots, SkillSource};

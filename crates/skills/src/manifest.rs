@@ -3,6 +3,8 @@
 //! `metadata`, `addons`), including the `requires`/`always`/`emoji`/`os` that OpenClaw
 //! and nanobot skills keep under `metadata.openclaw` / `metadata.nanobot`.
 
+pub mod addons;
+
 use std::io::Read;
 use std::path::Path;
 
@@ -82,6 +84,9 @@ pub struct Manifest {
     pub metadata: Option<Value>,
     /// The `addons` field as written (packages a sandbox may provide later).
     pub addons: Option<Value>,
+    /// `addons.env`: variables the skill's commands get while it is in use in a turn,
+    /// each valued from the vault secret of the same name (checked names, no repeats).
+    pub addon_env: Vec<String>,
     /// The Markdown after the frontmatter.
     pub body: String,
 }
@@ -220,6 +225,7 @@ pub fn parse_skill(text: &str) -> Result<Manifest, ProblemKind> {
         }
         emoji = section.get("emoji").and_then(Value::as_str).map(str::to_owned);
     }
+    let addon_env = addons::read_env(raw.addons.as_ref())?;
     Ok(Manifest {
         name,
         description,
@@ -230,6 +236,7 @@ pub fn parse_skill(text: &str) -> Result<Manifest, ProblemKind> {
         metadata_key,
         metadata,
         addons: raw.addons,
+        addon_env,
         body: body.trim_start_matches(['\r', '\n']).to_owned(),
     })
 }

@@ -46,6 +46,9 @@ pub enum ProblemKind {
     /// `description` is missing, empty or too long.
     #[error("{0}")]
     InvalidDescription(String),
+    /// `addons` has the wrong shape or names a variable a skill may not set.
+    #[error("invalid addons: {0}")]
+    InvalidAddons(String),
     /// A skill directory holds a symbolic link.
     #[error("symbolic links are not allowed in a skill")]
     Symlink,

@@ -238,18 +238,31 @@ pub fn validate(config: &Config) -> Vec<ConfigIssue> {
 fn hook_issues(hooks: &[squidbot_types::hooks::HookConfig]) -> Vec<ConfigIssue> {
     let mut issues = Vec::new();
     for (index, hook) in hooks.iter().enumerate() {
-        if !squidbot_types::hooks::HOOK_EVENTS.contains(&hook.event.as_str()) {
-            issues.push(ConfigIssue {
+        match squidbot_types::hooks::HookEvent::from_name(&hook.event) {
+            None => issues.push(ConfigIssue {
                 key: format!("hooks[{index}].event"),
                 problem: format!(
                     "unknown event {:?}; known: {}",
                     hook.event,
-                    squidbot_types::hooks::HOOK_EVENTS.join(", ")
+                    squidbot_types::hooks::HookEvent::names()
                 ),
-            });
+            }),
+            Some(event) if !event.is_about_a_tool() && !hook.tools.is_empty() => issues.push(ConfigIssue {
+                key: format!("hooks[{index}].tools"),
+                problem: format!("only before_tool and after_tool hooks apply to tools, not {event}"),
+            }),
+            Some(_) => {}
         }
         if hook.command.first().is_none_or(|program| program.is_empty()) {
             issues.push(ConfigIssue { key: format!("hooks[{index}].command"), problem: "must name a program".into() });
+        }
+        for (position, directory) in hook.write.iter().enumerate() {
+            if !directory.is_absolute() {
+                issues.push(ConfigIssue {
+                    key: format!("hooks[{index}].write[{position}]"),
+                    problem: format!("{} is not an absolute path", directory.display()),
+                });
+            }
         }
         if hook.timeout_ms == 0 {
             issues
@@ -287,7 +300,7 @@ fn password_issue(auth: &GatewayAuthConfig) -> Option<ConfigIssue> {
 }
 
 /// Every secret value the config can reach (inline keys, values resolved from the vault
-/// and the env vars they name), so logs can scrub them.
+/// and the env vars they name) and every value in the vault, so logs can scrub them.
 pub fn secret_values(config: &Config) -> Vec<String> {
     let mut values = Vec::new();
     for (name, provider) in &config.providers {
@@ -326,6 +339,8 @@ pub fn secret_values(config: &Config) -> Vec<String> {
             values.push(value);
         }
     }
+    // Every value in the vault, referenced or not (skills' `addons.env`, MCP servers' `env`).
+    values.extend(vault::known_secrets(config.vault.key).values().map(|secret| secret.expose().to_owned()));
     // An unresolved `secret:NAME` reference is a name, not a secret.
     values.retain(|value| value.len() >= 4 && !value.starts_with(vault::SECRET_PREFIX));
     values.sort();

@@ -52,6 +52,7 @@ pub struct Environment {
     bus: OnceLock<Arc<squidbot_bus::Bus>>,
     people: OnceLock<Arc<squidbot_core::people::People>>,
     people_database: OnceLock<crate::people::PeopleDatabase>,
+    leaks: OnceLock<squidbot_core::leaks::LeakScanner>,
 }
 
 impl Environment {
@@ -67,6 +68,7 @@ impl Environment {
             sandbox: OnceLock::new(),
             bus: OnceLock::new(),
             people: OnceLock::new(),
+            leaks: OnceLock::new(),
             people_database: OnceLock::new(),
         })
     }
@@ -261,34 +263,59 @@ impl Environment {
         })
     }
 
+    /// The scanner that knows every secret of the config and the vault, built once per
+    /// process (its needles are shared by every clone).
+    pub fn leak_scanner(&self) -> squidbot_core::leaks::LeakScanner {
+        self.leaks
+            .get_or_init(|| squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config())))
+            .clone()
+    }
+
     /// The tool set of the assistant: files, shell, memory, cron, web and `send`, plus the tools
     /// of the MCP servers, which start on the first turn that needs them.
     pub fn tools(&self, memories: &Memories) -> Result<ToolRegistry> {
         let mut registry = ToolRegistry::new();
-        let memory_tools =
-            squidbot_tools::memory_tools(memories.clone(), self.documents(), self.config().memory.document_cap);
-        let web_tools = squidbot_web::web_tools(
-            &self.config().tools.web,
-            &|name| std::env::var(name).ok(),
-            squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config())),
-        )?;
+        let memory_tools = squidbot_tools::memory_tools(
+            memories.clone(),
+            self.documents(),
+            self.config().memory.document_cap,
+            self.leak_scanner(),
+        );
+        let web_tools =
+            squidbot_web::web_tools(&self.config().tools.web, &|name| std::env::var(name).ok(), self.leak_scanner())?;
         let builtin = squidbot_tools::builtin_tools_for_people(
             &self.config().tools,
             self.sandbox(),
             self.skill_read_roots(),
             self.people_role_sandboxes(),
+            self.command_environment(),
         );
         let cron_tools = squidbot_tools::cron_tools(Arc::new(SqliteJobStore::new(self.database()?)), self.job_zone());
         for tool in builtin.into_iter().chain(memory_tools).chain(cron_tools).chain(web_tools) {
             registry.register(tool);
         }
         let sender = squidbot_bus::Sender::role(ASSISTANT_ROLE);
-        let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config()));
+        let leaks = self.leak_scanner();
         registry.register(Arc::new(squidbot_tools::SendTool::new(self.bus()?, sender).with_leak_scanner(leaks)));
         if let Some(mcp) = self.mcp()? {
             registry.add_source(mcp);
         }
         Ok(registry)
+    }
+
+    /// What `exec` withholds from its commands' environment (any variable carrying a
+    /// secret) and adds to it: the `addons.env` variables of the skills a turn read, each
+    /// the vault secret of its name, when skills are enabled.
+    fn command_environment(&self) -> squidbot_tools::CommandEnvironment {
+        let config = self.config();
+        let skills = config.skills.enabled.then(|| {
+            let known = crate::config::vault::known_secrets(config.vault.key);
+            let values: squidbot_skills::VariableValues = Arc::new(move |name: &str| known.get(name).cloned());
+            let environment = squidbot_skills::SkillAddonEnvironment::new(Arc::new(self.skill_catalog()), values)
+                .with_context_directories(self.context_skill_directories());
+            Arc::new(environment) as Arc<dyn squidbot_core::skill_use::SkillEnvironment>
+        });
+        squidbot_tools::CommandEnvironment { withheld: self.leak_scanner(), skills }
     }
 
     /// The sandbox commands run in, from `[sandbox]`: this binary re-executed as the
@@ -320,14 +347,14 @@ impl Environment {
         }
     }
 
-    /// The `[[hooks]]`, run through the sandbox; `None` when there are none.
-    pub fn hooks(&self) -> Result<Option<Arc<dyn squidbot_core::hooks::ToolHooks>>> {
+    /// The `[[hooks]]`, run through the sandbox; empty when there are none.
+    pub fn hooks(&self) -> Result<Vec<Arc<dyn squidbot_core::hooks::Hook>>> {
         let config = &self.config().hooks;
         if config.is_empty() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let hooks = squidbot_tools::hooks::ExecutableHooks::new(config, self.sandbox())?;
-        Ok(Some(Arc::new(hooks)))
+        Ok(vec![Arc::new(hooks)])
     }
 
     /// The sandboxes of the people's roles that have their own backend.
@@ -351,6 +378,10 @@ impl Environment {
         }
         let database = self.people_database()?;
         let people = database.policy(self.config());
+        let hooks = self.hooks()?;
+        if !hooks.is_empty() {
+            people.set_hooks(Arc::new(squidbot_core::hooks::HookBus::new(hooks)));
+        }
         if let Some(owner) = database.ensure_owner(self.config(), &people)? {
             tracing::info!(user = %owner.id, "made the first admin from the owner");
         }
@@ -370,7 +401,15 @@ impl Environment {
     fn with_role_sandbox(&self, catalogue: &ToolRegistry, policy: Option<&RoleSandbox>) -> ToolRegistry {
         let mut tools = catalogue.clone();
         if let Some(policy) = policy {
-            for tool in squidbot_tools::builtin_tools(&self.config().tools, self.role_sandbox(policy)) {
+            let sandbox = self.role_sandbox(policy);
+            let environment = self.command_environment();
+            for tool in squidbot_tools::builtin_tools_for_people(
+                &self.config().tools,
+                sandbox,
+                Vec::new(),
+                Vec::new(),
+                environment,
+            ) {
                 tools.register(tool);
             }
         }
@@ -391,7 +430,7 @@ impl Environment {
 
     /// The servers of `[mcp]`, checked but not started; `None` when none is enabled.
     pub fn mcp(&self) -> Result<Option<Arc<McpManager>>> {
-        let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(self.config()));
+        let leaks = self.leak_scanner();
         let manager = McpManager::from_config(&self.config().mcp)
             .map(|manager| manager.with_leak_scanner(leaks))
             .map_err(|issues| {
@@ -485,18 +524,15 @@ impl Environment {
         }
         let agent =
             Agent::new(router, tools, store, Arc::new(FsWorkspace::new(workspace)), Arc::new(SystemClock), settings);
-        let agent = match self.hooks()? {
-            Some(hooks) => agent.with_hooks(hooks),
-            None => agent,
-        };
         Ok(agent
+            .with_hooks(self.hooks()?)
             .with_context_workspaces(contexts)
             .with_compaction(compaction)
             .with_sections(sections)
             .with_prompt_profile(profile)
             .with_delegation(delegator)
             .with_people(self.people()?)
-            .with_leak_scanner(squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config))))
+            .with_leak_scanner(self.leak_scanner()))
     }
 
     /// The sub-agent roles (every role but the assistant), each an agent with its model,
@@ -516,7 +552,7 @@ impl Environment {
         let config = self.config();
         let workspace = self.workspace();
         let files = Arc::new(FsWorkspace::new(workspace.clone()));
-        let leaks = squidbot_core::leaks::LeakScanner::new(crate::config::secret_values(config));
+        let leaks = self.leak_scanner();
         let pool = Arc::new(WorkerPool::new());
         let people = self.people()?;
         let hooks = self.hooks()?;
@@ -553,11 +589,8 @@ impl Environment {
                     .with_context_workspaces(contexts.clone())
                     .with_prompt_profile(role.profile)
                     .with_people(people.clone())
-                    .with_leak_scanner(leaks.clone());
-            let agent = match &hooks {
-                Some(hooks) => agent.with_hooks(hooks.clone()),
-                None => agent,
-            };
+                    .with_leak_scanner(leaks.clone())
+                    .with_hooks(hooks.clone());
             let summary = roles::summary(&name);
             delegator = delegator.with_role(name, RoleAgent { agent: Arc::new(agent), timeout: role.timeout, summary });
         }

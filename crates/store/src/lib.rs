@@ -52,5 +52,7 @@ pub use session_index::{
 pub use vault::{
     MAX_SECRET_NAME_BYTES, VAULT_KEY_BYTES, Vault, VaultEntry, VaultError, VaultKey, VaultKeySource, check_secret_name,
 };
+#[cfg(feature = "keyring")]
+pub use vault::{keyring_label, keyring_reachable};
 pub use watched_file::FsWatchedFile;
 pub use workspace::{FsWorkspace, MAX_WORKSPACE_FILE_BYTES};

@@ -18,6 +18,8 @@ use squidbot_core::sync::lock;
 use squidbot_types::Secret;
 
 pub use key::{VAULT_KEY_BYTES, VaultKey, VaultKeySource};
+#[cfg(feature = "keyring")]
+pub use key::{keyring_label, keyring_reachable};
 
 use crate::database::{Database, DatabaseError};
 
@@ -31,10 +33,10 @@ const NONCE_BYTES: usize = 24;
 const LAST_USED_EVERY_MS: i64 = 60_000;
 
 /// `meta` key of the sealed check value that tells a wrong key at open.
-const CHECK_META: &str = "vault.check";
+pub(crate) const CHECK_META: &str = "vault.check";
 
 /// `meta` key naming where the vault's key came from.
-const SOURCE_META: &str = "vault.key_source";
+pub(crate) const SOURCE_META: &str = "vault.key_source";
 
 /// Associated data of the check value; no secret name can be empty, so none collides.
 const CHECK_NAME: &str = "";
@@ -81,6 +83,37 @@ pub enum VaultError {
     KeyFile {
         /// The key file.
         path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The OS keyring can't be reached, or was not unlocked.
+    #[error(
+        "can't unlock the vault: {keyring} is not reachable ({reason}); use [vault] key = \"file\" or \"passphrase\""
+    )]
+    KeyringUnreachable {
+        /// Which keyring (`the Secret Service`, `the Keychain`).
+        keyring: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The keyring holds no key for this home, though the vault was sealed with one.
+    #[error(
+        "can't unlock the vault: {keyring} holds no vault key for {home}, and the vault was sealed with a \
+         {sealed_with} (is this another login's keyring, or was the item deleted?); nothing was changed"
+    )]
+    KeyringKeyMissing {
+        /// Which keyring.
+        keyring: &'static str,
+        /// The home whose key was looked for.
+        home: String,
+        /// What the vault was sealed with.
+        sealed_with: String,
+    },
+    /// The keyring answered but refused, or keeps something that is not a key.
+    #[error("can't use the vault key in {keyring}: {reason}")]
+    Keyring {
+        /// Which keyring.
+        keyring: &'static str,
         /// What went wrong.
         reason: String,
     },
@@ -278,6 +311,32 @@ impl Vault {
             })
             .map_err(DatabaseError::query("note a secret's use"))?;
         Ok(())
+    }
+
+    /// Every secret's name and value, by name, for the leak scanner: knowing a value to
+    /// redact it is not using it, so no time of use is written. A value that fails to open
+    /// is an error naming it.
+    pub fn values(&self) -> Result<Vec<(String, Secret)>, VaultError> {
+        let rows = self
+            .database
+            .with_connection(|connection| {
+                let mut statement =
+                    connection.prepare_cached("SELECT name, nonce, ciphertext FROM vault_secrets ORDER BY name")?;
+                let rows = statement.query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, Vec<u8>>(1)?, row.get::<_, Vec<u8>>(2)?))
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(DatabaseError::query("read the secrets"))?;
+        rows.into_iter()
+            .map(|(name, nonce, sealed)| {
+                let plain = self.open_sealed(&name, &nonce, &sealed).and_then(|plain| String::from_utf8(plain).ok());
+                match plain {
+                    Some(value) => Ok((name, Secret::new(value))),
+                    None => Err(VaultError::Tampered { name }),
+                }
+            })
+            .collect()
     }
 
     /// Every secret's name and dates, by name. Values never leave through here.

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::sandbox::{Confinement, Grants, HostShell, Sandbox, SandboxRequest, SandboxedCommand};
+use squidbot_core::skill_use::{SkillEnvironment, SkillEnvironmentRequest, SkillVariable};
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 use squidbot_types::config::ExecConfig;
@@ -53,6 +55,16 @@ pub struct ExecArguments {
     pub background: bool,
 }
 
+/// What `exec` withholds from its commands' environment and what it adds to it.
+#[derive(Debug, Clone, Default)]
+pub struct CommandEnvironment {
+    /// Secrets no passed variable may carry, whatever its name (every vault value, the
+    /// configured credentials).
+    pub withheld: LeakScanner,
+    /// The `addons.env` variables of the skills a turn uses; `None` adds none.
+    pub skills: Option<Arc<dyn SkillEnvironment>>,
+}
+
 /// The `exec` tool.
 #[derive(Debug)]
 pub struct ExecTool {
@@ -64,6 +76,7 @@ pub struct ExecTool {
     sandbox: Arc<dyn Sandbox>,
     /// Sandboxes of people's roles that have their own (`[user_roles.<role>] sandbox`).
     role_sandboxes: std::collections::BTreeMap<String, Arc<dyn Sandbox>>,
+    environment: CommandEnvironment,
 }
 
 /// How a foreground command ended.
@@ -91,7 +104,34 @@ impl ExecTool {
             passed_names: environment::passed_names(&config.pass_env),
             sandbox: Arc::new(HostShell),
             role_sandboxes: std::collections::BTreeMap::new(),
+            environment: CommandEnvironment::default(),
         }
+    }
+
+    /// Withholds variables carrying these secrets and adds the variables of skills in use.
+    pub fn with_environment(mut self, environment: CommandEnvironment) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// The `addons.env` variables of the skills the call's turn read the `SKILL.md` of.
+    async fn skill_variables(&self, context: &ToolContext) -> Vec<SkillVariable> {
+        let Some(skills) = &self.environment.skills else { return Vec::new() };
+        if context.skills_in_use.is_empty() {
+            return Vec::new();
+        }
+        let directories = context.skills_in_use.directories();
+        let request = SkillEnvironmentRequest {
+            directories: &directories,
+            context: &context.context,
+            actor: context.actor.as_ref(),
+        };
+        let variables = skills.variables(request).await;
+        if !variables.is_empty() {
+            let names: Vec<&str> = variables.iter().map(|variable| variable.name.as_str()).collect();
+            tracing::debug!(variables = ?names, "setting the variables of the skills in use");
+        }
+        variables
     }
 
     /// Runs the commands of people of the people's role `role` through `sandbox`.
@@ -127,17 +167,20 @@ impl ExecTool {
         &self.sandbox
     }
 
-    /// Confines `command` through `sandbox`, in `directory` with the filtered environment.
+    /// Confines `command` through `sandbox`, in `directory` with the filtered environment
+    /// and the variables of the skills in use.
     fn wrap(
         &self,
         sandbox: &Arc<dyn Sandbox>,
         command: &str,
         directory: &std::path::Path,
+        skill_variables: Vec<SkillVariable>,
     ) -> Result<SandboxedCommand, ToolError> {
+        let filtered = environment::values(&self.passed_names, &self.environment.withheld);
         let request = SandboxRequest {
             command,
             workspace: directory,
-            environment: environment::values(&self.passed_names),
+            environment: environment::with_skill_variables(filtered, skill_variables),
             grants: Grants::default(),
         };
         sandbox.wrap(request).map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))
@@ -150,12 +193,14 @@ impl ExecTool {
             .check_allowing(&arguments.command, &allowed_rules(sandbox.confinement()))
             .map_err(|refusal| ToolError::RespondToModel(refusal.to_string()))?;
         let directory = self.guard.workspace_directory(&context.workspace)?;
+        let skill_variables = self.skill_variables(context).await;
         if arguments.background {
-            let wrapped = self.wrap(sandbox, &background::job_script(&arguments.command), &directory)?;
+            let wrapped =
+                self.wrap(sandbox, &background::job_script(&arguments.command), &directory, skill_variables)?;
             return background::start(wrapped, &directory).await;
         }
         let timeout_secs = arguments.timeout.unwrap_or(self.timeout_secs).clamp(1, MAX_TIMEOUT_SECS);
-        let mut wrapped = self.wrap(sandbox, &arguments.command, &directory)?;
+        let mut wrapped = self.wrap(sandbox, &arguments.command, &directory, skill_variables)?;
         let lease = wrapped.lease.take();
         let spawn_failure = |error: std::io::Error| ToolError::Fatal(format!("can't run sh: {error}"));
         let (reader, writer) = std::io::pipe().map_err(spawn_failure)?;

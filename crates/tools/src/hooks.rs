@@ -1,6 +1,7 @@
 //! Executable hooks (`[[hooks]]`): each matching program runs confined by the sandbox in
-//! a private empty directory without network, reads the call as JSON on stdin and answers
-//! JSON on stdout. A before-hook that fails blocks the call unless it is `fail_open`.
+//! a private empty directory without network, reads the event as JSON on stdin and (for
+//! `message_received`, `before_tool` and `before_reply`) answers a decision as JSON on
+//! stdout. A deciding hook that fails blocks unless it is `fail_open`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -10,9 +11,9 @@ use std::time::Duration;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use squidbot_core::BoxFuture;
-use squidbot_core::hooks::{HookInput, HookVerdict, ToolHooks, ToolOutcome};
+use squidbot_core::hooks::{Hook, HookEvent, HookInput, HookVerdict};
 use squidbot_core::sandbox::{Grants, NetworkGrant, Sandbox, SandboxRequest};
-use squidbot_types::hooks::{AFTER_TOOL, BEFORE_TOOL, HookConfig};
+use squidbot_types::hooks::HookConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::exec::DEFAULT_PATH;
@@ -64,20 +65,25 @@ pub enum HookDecision {
         #[serde(default)]
         reason: Option<String>,
     },
-    /// Run it with other arguments.
+    /// Go on with another payload.
     Rewrite {
-        /// The new arguments (a JSON object).
-        arguments: serde_json::Value,
+        /// The new arguments (a JSON object), for `before_tool`.
+        #[serde(default)]
+        arguments: Option<serde_json::Value>,
+        /// The new text, for `message_received` and `before_reply`.
+        #[serde(default)]
+        text: Option<String>,
         /// Ignored: for the hook's own notes.
         #[serde(default)]
         reason: Option<String>,
     },
 }
 
-/// One configured hook with its tool patterns compiled.
+/// One configured hook with its event read and its tool patterns compiled.
 #[derive(Debug)]
 struct PreparedHook {
     config: HookConfig,
+    event: HookEvent,
     /// `None`: every tool.
     tools: Option<GlobSet>,
 }
@@ -92,6 +98,13 @@ pub struct ExecutableHooks {
 /// Checks the tool patterns of `hooks` (the one thing only compiling them tells).
 pub fn check(hooks: &[HookConfig]) -> Vec<HookSetupError> {
     hooks.iter().enumerate().filter_map(|(index, hook)| compile(index, hook).err()).collect()
+}
+
+fn event_of(index: usize, hook: &HookConfig) -> Result<HookEvent, HookSetupError> {
+    HookEvent::from_name(&hook.event).ok_or_else(|| HookSetupError {
+        index,
+        problem: format!("unknown event {:?}; known: {}", hook.event, HookEvent::names()),
+    })
 }
 
 fn compile(index: usize, hook: &HookConfig) -> Result<Option<GlobSet>, HookSetupError> {
@@ -116,7 +129,13 @@ impl ExecutableHooks {
         let hooks = hooks
             .iter()
             .enumerate()
-            .map(|(index, config)| Ok(PreparedHook { config: config.clone(), tools: compile(index, config)? }))
+            .map(|(index, config)| {
+                Ok(PreparedHook {
+                    config: config.clone(),
+                    event: event_of(index, config)?,
+                    tools: compile(index, config)?,
+                })
+            })
             .collect::<Result<Vec<_>, HookSetupError>>()?;
         Ok(Self { hooks, sandbox })
     }
@@ -126,12 +145,22 @@ impl ExecutableHooks {
         self.hooks.is_empty()
     }
 
-    /// The hooks of `event` that apply to `tool`, in configuration order.
-    pub fn matching<'a>(&'a self, event: &'a str, tool: &'a str) -> impl Iterator<Item = &'a HookConfig> + 'a {
+    /// The hooks of `event` that apply to `tool` (for tool events), in configuration
+    /// order.
+    pub fn matching<'a>(&'a self, event: HookEvent, tool: &'a str) -> impl Iterator<Item = &'a HookConfig> + 'a {
         self.hooks
             .iter()
-            .filter(move |hook| hook.config.event == event && hook.tools.as_ref().is_none_or(|set| set.is_match(tool)))
+            .filter(move |hook| {
+                hook.event == event
+                    && (!event.is_about_a_tool() || hook.tools.as_ref().is_none_or(|set| set.is_match(tool)))
+            })
             .map(|hook| &hook.config)
+    }
+
+    /// Runs one observing hook on `input` (JSON written to its stdin); its output is
+    /// ignored.
+    pub async fn notify(&self, hook: &HookConfig, input: &serde_json::Value) -> Result<(), HookFailure> {
+        run_confined(self.sandbox.as_ref(), hook, input).await.map(|_| ())
     }
 
     /// Runs one hook on `input` (JSON written to its stdin) and reads its decision.
@@ -141,41 +170,59 @@ impl ExecutableHooks {
     }
 }
 
-/// What a hook's run means for the call: its decision, or its failure blocking (or not).
-pub fn verdict(hook: &HookConfig, result: Result<HookDecision, HookFailure>) -> HookVerdict {
+/// What a deciding hook's run on `event` means: its decision, or its failure blocking
+/// (or not, when it fails open).
+pub fn verdict(hook: &HookConfig, event: HookEvent, result: Result<HookDecision, HookFailure>) -> HookVerdict {
     match result {
         Ok(HookDecision::Allow { .. }) => HookVerdict::Allow,
-        Ok(HookDecision::Rewrite { arguments: arguments @ serde_json::Value::Object(_), .. }) => {
-            HookVerdict::Rewrite(arguments)
-        }
-        Ok(HookDecision::Rewrite { .. }) => failed(hook, &HookFailure::BadAnswer("arguments must be an object".into())),
         Ok(HookDecision::Veto { reason }) => HookVerdict::Veto(reason.unwrap_or_else(|| "no reason given".to_owned())),
-        Err(failure) => failed(hook, &failure),
+        Ok(HookDecision::Rewrite { arguments, text, .. }) => match (event, arguments, text) {
+            (HookEvent::BeforeTool, Some(arguments @ serde_json::Value::Object(_)), None) => {
+                HookVerdict::Rewrite(arguments)
+            }
+            (HookEvent::BeforeTool, ..) => {
+                failed(hook, event, &HookFailure::BadAnswer("a rewrite of a call needs `arguments`, an object".into()))
+            }
+            (_, None, Some(text)) => HookVerdict::Rewrite(serde_json::Value::String(text)),
+            (..) => failed(hook, event, &HookFailure::BadAnswer(format!("a rewrite on {event} needs `text`"))),
+        },
+        Err(failure) => failed(hook, event, &failure),
     }
 }
 
-fn failed(hook: &HookConfig, failure: &HookFailure) -> HookVerdict {
+fn failed(hook: &HookConfig, event: HookEvent, failure: &HookFailure) -> HookVerdict {
     let program = hook.command.first().map_or("", String::as_str);
-    tracing::warn!(%program, %failure, fail_open = hook.fail_open, "a before_tool hook failed");
+    tracing::warn!(%program, %failure, %event, fail_open = hook.fail_open, "a hook failed");
     if hook.fail_open {
-        HookVerdict::Allow
-    } else {
-        HookVerdict::Veto(format!("the check `{program}` failed ({failure}), so the call was blocked"))
+        return HookVerdict::Allow;
     }
+    let what = match event {
+        HookEvent::BeforeTool => "the call",
+        HookEvent::MessageReceived => "the message",
+        _ => "the reply",
+    };
+    HookVerdict::Veto(format!("the check `{program}` failed ({failure}), so {what} was blocked"))
 }
 
-impl ToolHooks for ExecutableHooks {
-    fn before_tool<'a>(&'a self, input: &'a HookInput) -> BoxFuture<'a, HookVerdict> {
+impl Hook for ExecutableHooks {
+    fn wants(&self, event: HookEvent, tool: &str) -> bool {
+        self.matching(event, tool).next().is_some()
+    }
+
+    fn before<'a>(&'a self, input: &'a HookInput) -> BoxFuture<'a, HookVerdict> {
         Box::pin(async move {
             let mut input = input.clone();
             let mut rewritten = None;
-            for hook in self.matching(BEFORE_TOOL, &input.tool).collect::<Vec<_>>() {
+            for hook in self.matching(input.event, &input.tool).collect::<Vec<_>>() {
                 let json = serde_json::to_value(&input).unwrap_or(serde_json::Value::Null);
-                match verdict(hook, self.run(hook, &json).await) {
+                match verdict(hook, input.event, self.run(hook, &json).await) {
                     HookVerdict::Allow => {}
-                    HookVerdict::Rewrite(arguments) => {
-                        input.arguments = arguments.clone();
-                        rewritten = Some(arguments);
+                    HookVerdict::Rewrite(payload) => {
+                        match &payload {
+                            serde_json::Value::String(text) => input.text = Some(text.clone()),
+                            arguments => input.arguments = arguments.clone(),
+                        }
+                        rewritten = Some(payload);
                     }
                     veto @ HookVerdict::Veto(_) => return veto,
                 }
@@ -184,19 +231,15 @@ impl ToolHooks for ExecutableHooks {
         })
     }
 
-    fn after_tool(&self, input: HookInput, outcome: ToolOutcome) -> BoxFuture<'static, ()> {
-        let hooks: Vec<HookConfig> = self.matching(AFTER_TOOL, &input.tool).cloned().collect();
+    fn after(&self, input: HookInput) -> BoxFuture<'static, ()> {
+        let hooks: Vec<HookConfig> = self.matching(input.event, &input.tool).cloned().collect();
         let sandbox = self.sandbox.clone();
         Box::pin(async move {
-            let mut json = serde_json::to_value(&input).unwrap_or(serde_json::Value::Null);
-            if let serde_json::Value::Object(fields) = &mut json {
-                fields.insert("ok".into(), outcome.ok.into());
-                fields.insert("output".into(), outcome.output.into());
-            }
+            let json = serde_json::to_value(&input).unwrap_or(serde_json::Value::Null);
             for hook in hooks {
                 if let Err(failure) = run_confined(sandbox.as_ref(), &hook, &json).await {
                     let program = hook.command.first().cloned().unwrap_or_default();
-                    tracing::warn!(%program, %failure, "an after_tool hook failed");
+                    tracing::warn!(%program, %failure, event = %input.event, "a hook failed");
                 }
             }
         })
@@ -216,7 +259,11 @@ async fn run_confined(
         command: &command_line,
         workspace: directory.path(),
         environment: vec![("PATH".to_owned(), DEFAULT_PATH.into())],
-        grants: Grants { read_only: program_directory(hook), read_write: Vec::new(), network: NetworkGrant::Denied },
+        grants: Grants {
+            read_only: program_directory(hook),
+            read_write: hook.write.clone(),
+            network: NetworkGrant::Denied,
+        },
     };
     let wrapped = sandbox.wrap(request).map_err(|error| HookFailure::Spawn(error.to_string()))?;
     let mut process = tokio::process::Command::new(&wrapped.program);
@@ -288,28 +335,26 @@ mod tests {
 
     fn hook(script: &str, timeout_ms: u64, fail_open: bool) -> HookConfig {
         HookConfig {
-            event: BEFORE_TOOL.into(),
+            event: HookEvent::BeforeTool.name().into(),
             command: vec!["sh".into(), "-c".into(), script.into()],
             timeout_ms,
             tools: vec!["ex*".into()],
             fail_open,
+            write: Vec::new(),
         }
     }
 
     fn input() -> HookInput {
         HookInput {
-            event: BEFORE_TOOL.into(),
             tool: "exec".into(),
             arguments: serde_json::json!({"command": "ls"}),
-            session: "cli:local".into(),
-            context: "owner".into(),
-            user: None,
+            ..HookInput::new(HookEvent::BeforeTool, "cli:local", "owner")
         }
     }
 
     async fn before(config: HookConfig) -> HookVerdict {
         let hooks = ExecutableHooks::new(&[config], Arc::new(HostShell)).unwrap();
-        hooks.before_tool(&input()).await
+        hooks.before(&input()).await
     }
 
     #[tokio::test]
@@ -336,10 +381,39 @@ mod tests {
     #[test]
     fn hooks_match_tools_by_glob_and_bad_globs_are_reported() {
         let hooks = ExecutableHooks::new(&[hook("true", 1, false)], Arc::new(HostShell)).unwrap();
-        assert_eq!(hooks.matching(BEFORE_TOOL, "exec").count(), 1);
-        assert_eq!(hooks.matching(BEFORE_TOOL, "read_file").count(), 0);
-        assert_eq!(hooks.matching(AFTER_TOOL, "exec").count(), 0);
+        assert_eq!(hooks.matching(HookEvent::BeforeTool, "exec").count(), 1);
+        assert_eq!(hooks.matching(HookEvent::BeforeTool, "read_file").count(), 0);
+        assert_eq!(hooks.matching(HookEvent::AfterTool, "exec").count(), 0);
         let bad = HookConfig { tools: vec!["[".into()], ..hook("true", 1, false) };
         assert_eq!(check(&[bad]).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_message_hook_rewrites_text_and_a_rewrite_without_it_blocks() {
+        let config = |script: &str| HookConfig {
+            event: HookEvent::MessageReceived.name().into(),
+            tools: Vec::new(),
+            ..hook(script, 5000, false)
+        };
+        let message = HookInput { text: Some("hello".into()), ..HookInput::new(HookEvent::MessageReceived, "s", "c") };
+        let rewrite = ExecutableHooks::new(
+            &[config(r#"cat >/dev/null; echo '{"decision":"rewrite","text":"hello, kindly"}'"#)],
+            Arc::new(HostShell),
+        )
+        .unwrap();
+        assert_eq!(rewrite.before(&message).await, HookVerdict::Rewrite("hello, kindly".into()));
+        let wrong = ExecutableHooks::new(
+            &[config(r#"echo '{"decision":"rewrite","arguments":{"a":1}}'"#)],
+            Arc::new(HostShell),
+        )
+        .unwrap();
+        assert!(matches!(wrong.before(&message).await, HookVerdict::Veto(reason) if reason.contains("the message")));
+    }
+
+    #[test]
+    fn an_unknown_event_is_a_setup_error() {
+        let unknown = HookConfig { event: "before_lunch".into(), ..hook("true", 1, false) };
+        let error = ExecutableHooks::new(&[unknown], Arc::new(HostShell)).unwrap_err();
+        assert!(error.problem.contains("before_lunch"), "{error}");
     }
 }

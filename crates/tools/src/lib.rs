@@ -28,7 +28,7 @@ use squidbot_types::config::ToolsConfig;
 
 pub use cron::{CronAddTool, CronListTool, CronPauseTool, CronRemoveTool, CronResumeTool, cron_tools};
 pub use edit_file::EditFileTool;
-pub use exec::ExecTool;
+pub use exec::{CommandEnvironment, ExecTool};
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use list_dir::ListDirTool;
@@ -56,23 +56,22 @@ pub fn builtin_tools_reading(
     sandbox: Arc<dyn Sandbox>,
     read_roots: Vec<std::path::PathBuf>,
 ) -> Vec<Arc<dyn DynTool>> {
-    builtin_tools_for_people(config, sandbox, read_roots, Vec::new())
+    builtin_tools_for_people(config, sandbox, read_roots, Vec::new(), CommandEnvironment::default())
 }
 
 /// Like [`builtin_tools_reading`], with `exec` running the commands of people of some
-/// people's roles through sandboxes of their own (`[user_roles.<role>] sandbox`).
+/// people's roles through sandboxes of their own (`[user_roles.<role>] sandbox`), and
+/// withholding and adding variables as `environment` says.
 pub fn builtin_tools_for_people(
     config: &ToolsConfig,
     sandbox: Arc<dyn Sandbox>,
     read_roots: Vec<std::path::PathBuf>,
     role_sandboxes: Vec<(String, Arc<dyn Sandbox>)>,
+    environment: CommandEnvironment,
 ) -> Vec<Arc<dyn DynTool>> {
     let guard = PathGuard::from_config(config).with_read_roots(read_roots);
-    let exec = role_sandboxes
-        .into_iter()
-        .fold(ExecTool::new(guard.clone(), &config.exec).with_sandbox(sandbox), |exec, (role, sandbox)| {
-            exec.with_role_sandbox(&role, sandbox)
-        });
+    let exec = ExecTool::new(guard.clone(), &config.exec).with_sandbox(sandbox).with_environment(environment);
+    let exec = role_sandboxes.into_iter().fold(exec, |exec, (role, sandbox)| exec.with_role_sandbox(&role, sandbox));
     vec![
         Arc::new(ReadFileTool::new(guard.clone())),
         Arc::new(WriteFileTool::new(guard.clone())),

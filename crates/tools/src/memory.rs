@@ -8,6 +8,7 @@ mod write;
 
 use std::sync::Arc;
 
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::memory::{Memories, MemoryDocuments, MemoryError};
 use squidbot_core::tool::{DynTool, ToolError};
 
@@ -23,13 +24,26 @@ pub fn memory_tools(
     memories: Memories,
     documents: Arc<dyn MemoryDocuments>,
     document_cap: usize,
+    leaks: LeakScanner,
 ) -> Vec<Arc<dyn DynTool>> {
     vec![
-        Arc::new(MemorySaveTool::new(memories.clone())),
+        Arc::new(MemorySaveTool::new(memories.clone()).with_leak_scanner(leaks.clone())),
         Arc::new(MemoryRecallTool::new(memories.clone())),
         Arc::new(MemoryDeleteTool::new(memories)),
-        Arc::new(MemoryWriteTool::new(documents, document_cap)),
+        Arc::new(MemoryWriteTool::new(documents, document_cap).with_leak_scanner(leaks)),
     ]
+}
+
+/// `text` with the secrets `leaks` finds replaced, and a note for the model when there
+/// were any: what memory keeps is read back into prompts and listed by the CLI, so a
+/// secret is never stored in it.
+fn without_secrets(leaks: &LeakScanner, text: String) -> (String, Option<String>) {
+    let (redacted, findings) = leaks.redact(&text);
+    if findings.is_empty() {
+        return (text, None);
+    }
+    tracing::warn!(count = findings.len(), "redacted secrets from what the model asked memory to keep");
+    (redacted, Some(format!(" ({} secret(s) were redacted before it was stored)", findings.len())))
 }
 
 /// A memory failure as the model sees it. Store failures are told to the model too: a

@@ -109,7 +109,24 @@ impl ReadFileTool {
                 "[output cut at {MAX_OUTPUT_CHARS} characters; read_file with offset={next} to continue]"
             )),
         }
+        note_skill_in_use(&path, context).await;
         Ok(ToolOutput::text(output))
+    }
+}
+
+/// The file every skill directory holds; reading it puts the skill in use for the turn.
+const SKILL_FILE: &str = "SKILL.md";
+
+/// Notes the skill whose `SKILL.md` `path` is as in use for the turn (its `addons.env`
+/// variables reach the turn's commands when the skill is one of the context's).
+async fn note_skill_in_use(path: &std::path::Path, context: &ToolContext) {
+    if path.file_name().is_none_or(|name| name != SKILL_FILE) {
+        return;
+    }
+    let Some(directory) = path.parent() else { return };
+    match tokio::fs::canonicalize(directory).await {
+        Ok(canonical) => context.skills_in_use.record(&canonical),
+        Err(error) => tracing::debug!(%error, directory = %directory.display(), "can't note a skill in use"),
     }
 }
 
@@ -154,6 +171,36 @@ mod tests {
     #[test]
     fn lines_are_numbered_like_cat() {
         assert_eq!(numbered_line(7, b"hello\r\n"), "     7\thello\n");
+    }
+
+    #[tokio::test]
+    async fn reading_a_skill_md_puts_its_skill_in_use_for_the_turn() {
+        let workspace = tempfile::tempdir().unwrap();
+        let skills = tempfile::tempdir().unwrap();
+        let skill = skills.path().join("github");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(skill.join("SKILL.md"), "---\nname: github\n---\n").unwrap();
+        std::fs::write(skill.join("notes.md"), "notes\n").unwrap();
+        let tool =
+            ReadFileTool::new(PathGuard::restricted_to_workspace().with_read_roots(vec![skills.path().to_path_buf()]));
+        let context = ToolContext {
+            workspace: workspace.path().to_path_buf(),
+            session_key: "cli:local".into(),
+            context: "owner".into(),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            correlation_id: String::new(),
+            actor: None,
+            skills_in_use: Default::default(),
+        };
+        let read = |path: std::path::PathBuf| {
+            let (tool, context) = (&tool, &context);
+            async move { tool.call(serde_json::json!({"path": path.display().to_string()}), context).await }
+        };
+        read(skill.join("notes.md")).await.unwrap();
+        read(skill.join("missing").join("SKILL.md")).await.unwrap_err();
+        assert!(context.skills_in_use.is_empty(), "only a SKILL.md read counts");
+        read(skill.join("SKILL.md")).await.unwrap();
+        assert_eq!(context.skills_in_use.directories(), [skill.canonicalize().unwrap()]);
     }
 
     #[test]

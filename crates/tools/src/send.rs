@@ -199,6 +199,7 @@ mod tests {
             cancel: CancellationToken::new(),
             correlation_id: correlation_id.into(),
             actor: None,
+            skills_in_use: Default::default(),
         }
     }
 

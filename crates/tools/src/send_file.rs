@@ -116,6 +116,7 @@ mod tests {
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
             actor: None,
+            skills_in_use: Default::default(),
         }
     }
 

@@ -33,7 +33,8 @@ impl Fixture {
         let documents = Arc::new(InMemoryDocuments::default());
         let clock = Arc::new(ManualClock::new());
         let memories = Memories::new(store.clone(), embedder, clock.clone());
-        let tools = memory_tools(memories, documents.clone(), document_cap);
+        let leaks = squidbot_core::leaks::LeakScanner::new(["memory-secret-4f2a9c".to_owned()]);
+        let tools = memory_tools(memories, documents.clone(), document_cap, leaks);
         Self { store, documents, clock, tools }
     }
 
@@ -46,6 +47,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
             actor: None,
+            skills_in_use: Default::default(),
         };
         tool.call_boxed(arguments, &context).await
     }
@@ -89,6 +91,20 @@ async fn save_stores_defaults_and_every_field() {
     assert_eq!((all[1].kind, all[1].importance), (MemoryType::Preference, 0.8));
     assert_eq!(all[1].tags, vec!["ui", "theme"]);
     assert_eq!(all[1].expires_at, Some(START + 2 * DAY));
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_before_memory_keeps_them() {
+    let fixture = Fixture::new();
+    let saved = fixture.ok("alice", "memory_save", json!({"content": "The door code is memory-secret-4f2a9c"})).await;
+    assert_eq!(saved, "saved memory #1 (fact) (1 secret(s) were redacted before it was stored)");
+    let stored = &fixture.store.all()[0].content;
+    assert!(!stored.contains("memory-secret-4f2a9c") && stored.contains("[REDACTED"), "{stored}");
+
+    let written = fixture.ok("alice", "memory_write", json!({"content": "# Notes\nkey memory-secret-4f2a9c"})).await;
+    assert!(written.ends_with("(1 secret(s) were redacted before it was stored)"), "{written}");
+    let document = fixture.documents.text("alice").unwrap();
+    assert!(!document.contains("memory-secret-4f2a9c") && document.contains("[REDACTED"), "{document}");
 }
 
 #[tokio::test]

@@ -37,6 +37,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
             actor: None,
+            skills_in_use: Default::default(),
         };
         Self { tools: builtin_tools(config, Arc::new(HostShell)), directory, context }
     }

@@ -74,9 +74,10 @@ pub struct Config {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VaultConfig {
-    /// `file` (the default): the key file `$SQUIDBOT_HOME/vault.key`; `passphrase`: a key
-    /// derived from a passphrase asked on the terminal at start (or read from
-    /// `SQUIDBOT_VAULT_PASSPHRASE`, which is used whenever it is set).
+    /// `file` (the default): the key file `$SQUIDBOT_HOME/vault.key`; `keyring`: a key
+    /// kept by the OS keyring (the Secret Service over D-Bus, the macOS Keychain);
+    /// `passphrase`: a key derived from a passphrase asked on the terminal at start (or
+    /// read from `SQUIDBOT_VAULT_PASSPHRASE`, which is used whenever it is set).
     pub key: VaultKeyMode,
 }
 
@@ -89,6 +90,8 @@ pub enum VaultKeyMode {
     File,
     /// argon2id of a passphrase.
     Passphrase,
+    /// The OS keyring, one item per `$SQUIDBOT_HOME`, made on first use.
+    Keyring,
 }
 
 /// `[skills]`: SKILL.md skills (sources in precedence bundled < `extra_dirs` < user <
@@ -185,6 +188,8 @@ pub struct GatewayConfig {
     pub allowed_origins: Vec<String>,
     /// Serve `/metrics` without credentials (for a scraper on a trusted network).
     pub metrics_open: bool,
+    /// `[gateway.tls]`: HTTPS and WSS on the gateway's port; unset, plain HTTP.
+    pub tls: GatewayTlsConfig,
 }
 
 impl Default for GatewayConfig {
@@ -196,8 +201,21 @@ impl Default for GatewayConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             metrics_open: false,
+            tls: GatewayTlsConfig::default(),
         }
     }
+}
+
+/// `[gateway.tls]`: the certificate and key the gateway serves TLS with, both or neither.
+/// Relative paths are under `$SQUIDBOT_HOME`; `~/` is the user's home. The files are read
+/// again when they change, so a renewed certificate needs no restart.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayTlsConfig {
+    /// PEM file with the certificate chain, the gateway's own certificate first.
+    pub cert: Option<String>,
+    /// PEM file with the private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<String>,
 }
 
 /// How gateway clients authenticate.

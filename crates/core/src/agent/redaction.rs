@@ -5,6 +5,8 @@
 use std::sync::Mutex;
 
 use super::AgentEvents;
+use crate::BoxFuture;
+use crate::hooks::{Hook, HookEvent, HookInput, HookVerdict};
 use crate::leaks::{LeakScanner, StreamRedactor};
 use crate::provider::StreamSink;
 use crate::sync::lock;
@@ -78,6 +80,8 @@ pub(super) fn redact(leaks: &LeakScanner, text: String, outbound: Outbound<'_>, 
 pub(super) struct TurnSink<'a> {
     events: &'a dyn AgentEvents,
     state: Mutex<StreamState<'a>>,
+    /// A configured hook decides on the reply first: nothing is sent on while streaming.
+    holding: bool,
 }
 
 /// What a [`TurnSink`] holds between deltas.
@@ -89,11 +93,17 @@ struct StreamState<'a> {
 }
 
 impl<'a> TurnSink<'a> {
-    pub(super) fn new(events: &'a dyn AgentEvents, leaks: &'a LeakScanner) -> Self {
+    pub(super) fn new(events: &'a dyn AgentEvents, leaks: &'a LeakScanner, holding: bool) -> Self {
         Self {
             events,
             state: Mutex::new(StreamState { streamed: String::new(), redactor: StreamRedactor::new(leaks) }),
+            holding,
         }
+    }
+
+    /// Whether streamed text is held back for the hooks to decide on.
+    pub(super) fn holding(&self) -> bool {
+        self.holding
     }
 
     /// Ends one model response: sends on what the redactor still holds and returns the
@@ -101,7 +111,7 @@ impl<'a> TurnSink<'a> {
     pub(super) fn take(&self) -> String {
         let mut state = lock(&self.state);
         let rest = state.redactor.finish();
-        if !rest.is_empty() {
+        if !rest.is_empty() && !self.holding {
             self.events.text_delta(&rest);
         }
         state.streamed.push_str(&rest);
@@ -123,12 +133,54 @@ impl StreamSink for TurnSink<'_> {
         let safe = state.redactor.push(text);
         if !safe.is_empty() {
             state.streamed.push_str(&safe);
-            self.events.text_delta(&safe);
+            if !self.holding {
+                self.events.text_delta(&safe);
+            }
         }
     }
 
     fn stream_reset(&self) {
         self.discard();
         self.events.stream_reset();
+    }
+}
+
+/// The built-in hook that redacts the final reply after every configured hook had its say,
+/// so a reply a hook rewrote is scanned like one the model wrote.
+#[derive(Debug)]
+pub(super) struct RedactReplies {
+    leaks: LeakScanner,
+}
+
+impl RedactReplies {
+    pub(super) fn new(leaks: LeakScanner) -> Self {
+        Self { leaks }
+    }
+}
+
+impl Hook for RedactReplies {
+    fn wants(&self, event: HookEvent, _tool: &str) -> bool {
+        event == HookEvent::BeforeReply
+    }
+
+    fn before<'a>(&'a self, input: &'a HookInput) -> BoxFuture<'a, HookVerdict> {
+        let text = input.text.as_deref().unwrap_or_default();
+        let (redacted, findings) = self.leaks.redact(text);
+        let verdict = if findings.is_empty() {
+            HookVerdict::Allow
+        } else {
+            let kinds: Vec<&str> = findings.iter().map(|finding| finding.kind).collect();
+            tracing::warn!(kinds = ?kinds, "redacted secrets a hook put in the reply");
+            HookVerdict::Rewrite(serde_json::Value::String(redacted))
+        };
+        Box::pin(async move { verdict })
+    }
+
+    fn after(&self, _input: HookInput) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+
+    fn built_in(&self) -> bool {
+        true
     }
 }

@@ -460,4 +460,5 @@ async fn a_background_compaction_is_tracked_and_stopped_by_shutdown() {
 
 mod contexts;
 mod hooks;
+mod skills_in_use;
 mod stored_redaction;

@@ -2,11 +2,10 @@
 //! calls one at a time in order, every failure turned into a result for the model.
 
 use squidbot_types::message::ToolCall;
-use squidbot_types::people::{Actor, AuditKind};
 
 use super::AgentEvents;
 use super::redaction::{Outbound, redact};
-use crate::hooks::{HookInput, HookVerdict, ToolHooks, ToolOutcome};
+use crate::hooks::{HookBus, HookEvent, HookInput, HookVerdict};
 use crate::leaks::LeakScanner;
 use crate::people::People;
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -69,10 +68,10 @@ fn announce(call: &ToolCall, events: &dyn AgentEvents, leaks: &LeakScanner) {
 pub(super) struct Guards<'a> {
     /// The people's policy, if the agent runs under one.
     pub people: Option<&'a People>,
-    /// Hooks around tool calls.
-    pub hooks: Option<&'a dyn ToolHooks>,
-    /// Where after-hooks run, tracked so shutdown waits for them.
-    pub tasks: &'a tokio_util::task::TaskTracker,
+    /// The hooks (configured and built-in).
+    pub hooks: &'a HookBus,
+    /// What hooks see of the arguments: redacted like everything that leaves the agent.
+    pub leaks: &'a LeakScanner,
 }
 
 async fn run_one(
@@ -82,117 +81,29 @@ async fn run_one(
     events: &dyn AgentEvents,
     guards: Guards<'_>,
 ) -> Result<ToolOutput, ToolError> {
-    let hooks = guards.hooks.filter(|_| registry.get(&call.name).is_some());
-    let (result, ran) = match (guards.people, &context.actor) {
+    let arguments = parse_call_arguments(&call.arguments)?;
+    let tool = registry.get(&call.name);
+    // The policy speaks first, so a tool the role hides is refused as such (and audited),
+    // not reported unknown.
+    let actor = match (guards.people, &context.actor) {
         (Some(people), Some(actor)) => {
-            let result = run_authorized(registry, call, context, events, people, actor, hooks).await;
-            if let Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) = &result.0 {
-                tracing::debug!(tool = %call.name, %message, "tool call failed or was refused");
+            let changes = tool.is_none_or(|tool| tool.mutates());
+            let notify = |text: &str| {
+                events.waiting(text);
+                people.tell_elsewhere(actor, &context.session_key, text);
+            };
+            let authorized = people
+                .authorize(actor, &context.session_key, &call.name, changes, &arguments, &notify, &context.cancel)
+                .await;
+            if let Err(refusal) = authorized {
+                tracing::debug!(tool = %call.name, %refusal, "tool call refused");
+                return Err(ToolError::RespondToModel(refusal));
             }
-            result
+            Some(People::audit_actor(actor))
         }
-        _ => match before_hooks(hooks, call, context).await {
-            Ok(call) => (run_unchecked(registry, &call, context).await, Some(call)),
-            Err(refusal) => (Err(refusal), None),
-        },
+        _ => None,
     };
-    if let (Some(hooks), Some(ran)) = (hooks, ran) {
-        let outcome = match &result {
-            Ok(output) => ToolOutcome { ok: true, output: output.content.clone() },
-            Err(ToolError::RespondToModel(error) | ToolError::Fatal(error)) => {
-                ToolOutcome { ok: false, output: error.clone() }
-            }
-        };
-        let input = hook_input(crate::hooks::AFTER_TOOL, &ran, context);
-        // Observers never delay the reply: the future runs on its own.
-        guards.tasks.spawn(hooks.after_tool(input, outcome));
-    }
-    result
-}
-
-/// Asks the before-hooks about `call`: the call to run (its arguments maybe rewritten),
-/// or the refusal the model reads instead of a result.
-async fn before_hooks(
-    hooks: Option<&dyn ToolHooks>,
-    call: &ToolCall,
-    context: &ToolContext,
-) -> Result<ToolCall, ToolError> {
-    let Some(hooks) = hooks else { return Ok(call.clone()) };
-    let input = hook_input(crate::hooks::BEFORE_TOOL, call, context);
-    match hooks.before_tool(&input).await {
-        HookVerdict::Allow => Ok(call.clone()),
-        HookVerdict::Rewrite(arguments) => {
-            tracing::debug!(tool = %call.name, "a hook rewrote the arguments");
-            Ok(ToolCall { arguments: arguments.to_string(), ..call.clone() })
-        }
-        HookVerdict::Veto(reason) => Err(ToolError::RespondToModel(format!("Refused by a hook: {reason}"))),
-    }
-}
-
-fn hook_input(event: &str, call: &ToolCall, context: &ToolContext) -> HookInput {
-    HookInput {
-        event: event.to_owned(),
-        tool: call.name.clone(),
-        arguments: parse_call_arguments(&call.arguments)
-            .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone())),
-        session: context.session_key.clone(),
-        context: context.context.clone(),
-        user: context.actor.as_ref().and_then(|actor| actor.user.clone()),
-    }
-}
-
-/// Runs `call` under the people's policy: refused by the actor's role, held for an admin
-/// or run (after the hooks, whose rewrite is what runs and is audited); the call and how
-/// it ended go in the audit trail (arguments redacted). Returns the call that ran, if any.
-async fn run_authorized(
-    registry: &ToolRegistry,
-    call: &ToolCall,
-    context: &ToolContext,
-    events: &dyn AgentEvents,
-    people: &People,
-    actor: &Actor,
-    hooks: Option<&dyn ToolHooks>,
-) -> (Result<ToolOutput, ToolError>, Option<ToolCall>) {
-    let arguments = match parse_call_arguments(&call.arguments) {
-        Ok(arguments) => arguments,
-        Err(error) => return (Err(error), None),
-    };
-    let changes = registry.get(&call.name).is_none_or(|tool| tool.mutates());
-    let notify = |text: &str| {
-        events.waiting(text);
-        people.tell_elsewhere(actor, &context.session_key, text);
-    };
-    if let Err(refusal) =
-        people.authorize(actor, &context.session_key, &call.name, changes, &arguments, &notify, &context.cancel).await
-    {
-        return (Err(ToolError::RespondToModel(refusal)), None);
-    }
-    let (result, ran, arguments) = match before_hooks(hooks, call, context).await {
-        Ok(hooked) => {
-            let arguments = parse_call_arguments(&hooked.arguments).unwrap_or(arguments);
-            (run_unchecked(registry, &hooked, context).await, Some(hooked), arguments)
-        }
-        Err(refusal) => (Err(refusal), None, arguments),
-    };
-    let detail = match &result {
-        Ok(_) => serde_json::json!({"arguments": arguments, "session": context.session_key}),
-        Err(ToolError::RespondToModel(error) | ToolError::Fatal(error)) => {
-            serde_json::json!({"arguments": arguments, "session": context.session_key, "error": error})
-        }
-    };
-    people.audit(AuditKind::ToolCall, actor, &call.name, result.is_ok(), detail);
-    (result, ran)
-}
-
-async fn run_unchecked(
-    registry: &ToolRegistry,
-    call: &ToolCall,
-    context: &ToolContext,
-) -> Result<ToolOutput, ToolError> {
-    if context.cancel.is_cancelled() {
-        return Err(ToolError::RespondToModel("cancelled by the user before it ran".into()));
-    }
-    let Some(tool) = registry.get(&call.name) else {
+    let Some(tool) = tool else {
         let available: Vec<&str> = registry.names().collect();
         return Err(ToolError::RespondToModel(format!(
             "unknown tool `{}`; available tools: {}",
@@ -200,7 +111,89 @@ async fn run_unchecked(
             available.join(", ")
         )));
     };
-    let arguments = parse_call_arguments(&call.arguments)?;
+    let (result, arguments) = match before_hooks(guards, call, arguments, context).await {
+        Ok(arguments) => (run_tool(tool.as_ref(), arguments.clone(), context).await, arguments),
+        Err((refusal, arguments)) => (Err(refusal), arguments),
+    };
+    if guards.hooks.wants(HookEvent::AfterTool, &call.name) {
+        let (ok, output) = match &result {
+            Ok(output) => (true, output.content.clone()),
+            Err(ToolError::RespondToModel(error) | ToolError::Fatal(error)) => (false, error.clone()),
+        };
+        let mut input = hook_input(HookEvent::AfterTool, call, arguments, context, guards.leaks)
+            .with("ok", ok)
+            .with("output", guards.leaks.redact(&output).0);
+        if let Some(actor) = actor {
+            input = input.with(crate::people::ACTOR_DETAIL, actor);
+        }
+        // Built-in observers (the audit trail) run now; configured ones on their own.
+        guards.hooks.observe(input).await;
+    }
+    if let Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) = &result {
+        tracing::debug!(tool = %call.name, %message, "tool call failed or was refused");
+    }
+    result
+}
+
+/// Asks the before-hooks about a call with `arguments`: the arguments to run it with
+/// (maybe rewritten), or the refusal the model reads instead of a result (with the
+/// arguments it was refused with).
+async fn before_hooks(
+    guards: Guards<'_>,
+    call: &ToolCall,
+    arguments: serde_json::Value,
+    context: &ToolContext,
+) -> Result<serde_json::Value, (ToolError, serde_json::Value)> {
+    if !guards.hooks.wants(HookEvent::BeforeTool, &call.name) {
+        return Ok(arguments);
+    }
+    let input = hook_input(HookEvent::BeforeTool, call, arguments.clone(), context, guards.leaks);
+    match guards.hooks.decide(&input).await {
+        HookVerdict::Allow => Ok(arguments),
+        HookVerdict::Rewrite(rewritten @ serde_json::Value::Object(_)) => {
+            tracing::debug!(tool = %call.name, "a hook rewrote the arguments");
+            Ok(rewritten)
+        }
+        HookVerdict::Rewrite(_) => Err((
+            ToolError::RespondToModel("Refused by a hook: its rewrite was not an object of arguments".into()),
+            arguments,
+        )),
+        HookVerdict::Veto(reason) => {
+            Err((ToolError::RespondToModel(format!("Refused by a hook: {reason}")), arguments))
+        }
+    }
+}
+
+/// What hooks are told about a call: its arguments with secrets redacted (hooks are
+/// programs outside the agent, like any reader of its output).
+fn hook_input(
+    event: HookEvent,
+    call: &ToolCall,
+    arguments: serde_json::Value,
+    context: &ToolContext,
+    leaks: &LeakScanner,
+) -> HookInput {
+    let arguments = match leaks.redact(&arguments.to_string()) {
+        (_, findings) if findings.is_empty() => arguments,
+        (redacted, _) => serde_json::from_str(&redacted).unwrap_or(serde_json::Value::String(redacted)),
+    };
+    HookInput {
+        tool: call.name.clone(),
+        arguments,
+        user: context.actor.as_ref().and_then(|actor| actor.user.clone()),
+        ..HookInput::new(event, &context.session_key, &context.context)
+    }
+}
+
+/// Runs `tool` with `arguments` unless the turn was stopped first.
+async fn run_tool(
+    tool: &dyn crate::tool::DynTool,
+    arguments: serde_json::Value,
+    context: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    if context.cancel.is_cancelled() {
+        return Err(ToolError::RespondToModel("cancelled by the user before it ran".into()));
+    }
     tokio::select! {
         biased;
         () = context.cancel.cancelled() => Err(ToolError::RespondToModel("cancelled by the user".into())),

@@ -15,9 +15,11 @@ use super::{
     Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, TurnOutcome, TurnStatus, estimate_message_tokens,
     fit_history, tools,
 };
+use crate::hooks::{HookEvent, HookInput, HookVerdict};
 use crate::people::Admission;
 use crate::provider::{Completion, CompletionRequest, ProviderError};
 use crate::session::Session;
+use crate::skill_use::SkillsInUse;
 use crate::store::Durability;
 use crate::tool::{ToolContext, ToolError, ToolRegistry};
 use crate::workspace::ContextWorkspace;
@@ -51,6 +53,8 @@ struct Turn<'a> {
     actor: Option<Actor>,
     /// The session, for the usage ledger.
     session_key: String,
+    /// The skills this turn read, for the commands it runs; a new turn starts with none.
+    skills_in_use: SkillsInUse,
 }
 
 /// How much of the history requests carry.
@@ -88,7 +92,38 @@ impl Agent {
                 Admission::Refuse(refusal) => return self.refuse_turn(session, input, refusal, correlation_id).await,
             }
         }
+        let hooked_text;
+        let mut input = input;
+        let (user, key, context) = (
+            actor.as_ref().and_then(|actor| actor.user.clone()),
+            session.key().to_owned(),
+            session.header().context.clone(),
+        );
+        let about = |event: HookEvent| HookInput { user: user.clone(), ..HookInput::new(event, &key, &context) };
+        if self.hooks.wants(HookEvent::MessageReceived, "") {
+            let received = HookInput { text: Some(input.text.to_owned()), ..about(HookEvent::MessageReceived) };
+            match self.hooks.decide(&received).await {
+                HookVerdict::Allow => {}
+                HookVerdict::Rewrite(serde_json::Value::String(text)) => {
+                    tracing::debug!("a hook rewrote the message");
+                    hooked_text = text;
+                    input.text = &hooked_text;
+                }
+                HookVerdict::Rewrite(_) => {
+                    let refusal = "Your message was not accepted: a hook's rewrite of it was not text.".to_owned();
+                    return self.refuse_turn(session, input, refusal, correlation_id).await;
+                }
+                HookVerdict::Veto(reason) => {
+                    let refusal = format!("Your message was not accepted: {reason}");
+                    return self.refuse_turn(session, input, refusal, correlation_id).await;
+                }
+            }
+        }
+        if first_run {
+            self.hooks.observe(about(HookEvent::SessionCreated)).await;
+        }
         self.record_input(session, input).await?;
+        self.hooks.observe(about(HookEvent::TurnStarted).with("model", self.settings.model.clone())).await;
         let turn = self.prepare_turn(session, first_run, events, cancel, correlation_id, actor).await?;
         let mut outcome = turn.run_steps(session).await?;
         if let Some(notice) = notice {
@@ -193,7 +228,7 @@ impl Agent {
             agent: self,
             events,
             cancel,
-            sink: TurnSink::new(events, &self.leaks),
+            sink: TurnSink::new(events, &self.leaks, self.hooks.holds_replies()),
             system,
             tool_specs: tools.specs(),
             tool_specs_chars: tools.specs_chars(),
@@ -212,6 +247,7 @@ impl Agent {
             fit: HistoryFit { warned: false, overflow_retries: 0, overflow_budget: usize::MAX },
             actor,
             session_key: session.key().to_owned(),
+            skills_in_use: SkillsInUse::default(),
         })
     }
 }
@@ -343,8 +379,15 @@ impl Turn<'_> {
     async fn record_reply(
         &mut self,
         session: &mut Session,
-        completion: Completion,
+        mut completion: Completion,
     ) -> Result<Flow<Vec<ToolCall>>, AgentError> {
+        if completion.tool_calls.is_empty() {
+            completion.content = self.decide_reply(session, std::mem::take(&mut completion.content)).await;
+        }
+        if self.sink.holding() && !completion.content.is_empty() {
+            // Held back while streaming: readers get it now, as decided.
+            self.events.text_delta(&completion.content);
+        }
         let mut bodies = vec![EntryBody::Message {
             role: MessageRole::Assistant,
             content: completion.content.clone(),
@@ -373,6 +416,25 @@ impl Turn<'_> {
         Ok(Flow::Continue(completion.tool_calls))
     }
 
+    /// The final reply as the `before_reply` hooks leave it: rewritten, or withheld with
+    /// their reason in its place.
+    async fn decide_reply(&self, session: &Session, reply: String) -> String {
+        if !self.agent.hooks.wants(HookEvent::BeforeReply, "") {
+            return reply;
+        }
+        let input = HookInput {
+            text: Some(reply.clone()),
+            user: self.actor.as_ref().and_then(|actor| actor.user.clone()),
+            ..HookInput::new(HookEvent::BeforeReply, session.key(), &session.header().context)
+        };
+        match self.agent.hooks.decide(&input).await {
+            HookVerdict::Allow => reply,
+            HookVerdict::Rewrite(serde_json::Value::String(text)) => text,
+            HookVerdict::Rewrite(_) => "The reply was withheld: a hook's rewrite of it was not text.".to_owned(),
+            HookVerdict::Veto(reason) => format!("The reply was withheld: {reason}"),
+        }
+    }
+
     /// Runs the reply's tool calls and records their results, redacted. A fatal tool error
     /// fails the turn; a tool that ends the turn makes its output the answer; a stop
     /// ends the turn as cancelled. Otherwise the model goes on from the results.
@@ -384,12 +446,10 @@ impl Turn<'_> {
             cancel: self.cancel.child_token(),
             correlation_id: self.outcome.correlation_id.clone(),
             actor: self.actor.clone(),
+            skills_in_use: self.skills_in_use.clone(),
         };
-        let guards = tools::Guards {
-            people: self.agent.people.as_deref(),
-            hooks: self.agent.hooks.as_deref(),
-            tasks: &self.agent.tasks,
-        };
+        let guards =
+            tools::Guards { people: self.agent.people.as_deref(), hooks: &self.agent.hooks, leaks: &self.agent.leaks };
         let results = tools::run_calls(&self.tools, calls, &context, self.events, &self.agent.leaks, guards).await;
         self.outcome.tool_calls += results.len() as u32;
         let mut fatal = None;

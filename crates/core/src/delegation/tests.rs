@@ -544,6 +544,7 @@ async fn the_assistant_and_people_can_cancel_a_worker() {
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
         actor: None,
+        skills_in_use: Default::default(),
     };
     let other = Tool::call(&tool, serde_json::json!({"id": worker.id}), &context("telegram:1")).await.unwrap_err();
     assert!(other.to_string().contains("no such worker"), "{other}");
@@ -616,6 +617,7 @@ async fn set_status_outside_a_worker_is_refused() {
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
         actor: None,
+        skills_in_use: Default::default(),
     };
     let error = Tool::call(&tool, serde_json::json!({"status": "hi"}), &context).await.unwrap_err();
     assert!(error.to_string().contains("only works inside a delegated sub-agent"), "{error}");

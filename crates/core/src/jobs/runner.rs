@@ -15,6 +15,7 @@ use crate::BoxFuture;
 use crate::delegation::{DelegateRequest, Delegated, Parent, Priority, WorkerState};
 use crate::events::TurnEventKind;
 use crate::heartbeat::{heartbeat_task, is_heartbeat_ok};
+use crate::hooks::{HookEvent, HookInput};
 use crate::housekeeping::{Housekeeping, run_system_job};
 use crate::runs::{RunRequest, Runner, UserMessage};
 use crate::scheduler::{JobExecutor, JobRunError, RunTrigger, SchedulerSettings, pause_notice};
@@ -365,10 +366,30 @@ impl JobExecutor for JobRunner {
     fn execute<'a>(&'a self, job: &'a Job, trigger: RunTrigger) -> BoxFuture<'a, Result<(), JobRunError>> {
         Box::pin(async move {
             tracing::info!(job = %job.id, name = %job.name, kind = job.kind.as_str(), ?trigger, "job runs");
-            match job.kind {
+            let result = match job.kind {
                 JobKind::System => run_system_job(self.housekeeping.as_deref(), job).await,
                 JobKind::User | JobKind::Heartbeat => self.run_conversational(job).await,
+            };
+            let hooks = self.runner.agent().hooks();
+            if hooks.wants(HookEvent::JobRun, "") {
+                let mut input = HookInput::new(HookEvent::JobRun, "", &job.owner_context)
+                    .with("job", job.id.clone())
+                    .with("name", job.name.clone())
+                    .with("kind", job.kind.as_str())
+                    .with(
+                        "trigger",
+                        match trigger {
+                            RunTrigger::Scheduled { .. } => "scheduled",
+                            RunTrigger::Manual => "manual",
+                        },
+                    )
+                    .with("ok", result.is_ok());
+                if let Err(error) = &result {
+                    input = input.with("error", error.to_string());
+                }
+                hooks.observe(input).await;
             }
+            result
         })
     }
 

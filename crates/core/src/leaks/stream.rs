@@ -3,7 +3,7 @@
 //! secret once more text arrives.
 
 use super::encodings::Visible;
-use super::shapes::{PATTERNS, SHAPES, pattern_starts_at, token_char};
+use super::shapes::{PATTERNS, PREFIX_STARTS, SHAPES, pattern_starts_at, token_char};
 use super::{Finding, LeakScanner, PEM_BEGIN, write_redacted};
 
 /// Characters emitted last kept as context: whether a key starts a word, or follows
@@ -146,29 +146,26 @@ impl<'a> StreamRedactor<'a> {
         }
         hold = hold.min(self.configured_hold(bytes, offset));
         let boundary = |start: usize| start == 0 || !token_char(bytes[start - 1]);
-        for shape in SHAPES {
-            let prefix = shape.prefix.as_bytes();
-            // The tail is the beginning of a key prefix.
-            for length in (1..prefix.len()).rev() {
-                if length > end - offset {
-                    continue;
-                }
-                let start = end - length;
-                if start < hold && bytes[start..] == prefix[..length] && boundary(start) {
-                    hold = start;
-                    break;
-                }
+        // Only where a key prefix could start (one table lookup a byte, as in the scan);
+        // the first such place that holds is the earliest, so the walk stops there.
+        for start in offset..hold {
+            if !PREFIX_STARTS[usize::from(bytes[start])] || !boundary(start) {
+                continue;
             }
-            // A whole prefix whose key characters run to the end: the key may go on.
-            for (start, _) in window.match_indices(shape.prefix) {
-                if start < offset || start >= hold || !boundary(start) {
-                    continue;
+            let rest = &bytes[start..];
+            let holds = SHAPES.iter().any(|shape| {
+                let prefix = shape.prefix.as_bytes();
+                if rest.len() < prefix.len() {
+                    // The tail is the beginning of a key prefix.
+                    prefix.starts_with(rest)
+                } else {
+                    // A whole prefix whose key characters run to the end: the key may go on.
+                    rest.starts_with(prefix) && rest[prefix.len()..].iter().all(|byte| (shape.charset)(*byte))
                 }
-                let body = start + prefix.len();
-                if bytes[body..].iter().all(|byte| (shape.charset)(*byte)) {
-                    hold = start;
-                    break;
-                }
+            });
+            if holds {
+                hold = start;
+                break;
             }
         }
         // A structured secret (a bot token, a labelled AWS key) still arriving.
@@ -195,6 +192,12 @@ impl<'a> StreamRedactor<'a> {
             if !needles.first_bytes[usize::from(bytes[start])] {
                 continue;
             }
+            if let Some(second) = bytes.get(start + 1) {
+                let pair = usize::from(bytes[start]) << 8 | usize::from(*second);
+                if needles.first_pairs[pair / 64] & (1 << (pair % 64)) == 0 {
+                    continue;
+                }
+            }
             let tail = &bytes[start..];
             let index = needles.sorted.partition_point(|form| form.as_slice() < tail);
             if needles.sorted.get(index).is_some_and(|form| form.len() > tail.len() && form.starts_with(tail)) {
@@ -209,6 +212,10 @@ impl<'a> StreamRedactor<'a> {
     fn pem_hold(&self, window: &str, offset: usize, mut hold: usize) -> usize {
         let bytes = window.as_bytes();
         let end = bytes.len();
+        // Both cases start with the `-` of `-----BEGIN `.
+        if !bytes[offset.min(end)..].contains(&b'-') {
+            return hold;
+        }
         let begin = PEM_BEGIN.as_bytes();
         for length in (1..begin.len()).rev() {
             if length > end - offset {

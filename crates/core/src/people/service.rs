@@ -20,6 +20,7 @@ use super::prices::{Prices, TokenSplit};
 use super::roles::{RoleBook, RolePolicy};
 use super::rules::ApprovalRules;
 use crate::clock::{Clock, unix_millis};
+use crate::hooks::{HookBus, HookEvent, HookInput};
 use crate::leaks::LeakScanner;
 use crate::random::{RandomSource, SystemRandom};
 use crate::sync::lock;
@@ -131,6 +132,8 @@ pub struct People {
     clock: Arc<dyn Clock>,
     leaks: LeakScanner,
     notifier: RwLock<Option<Arc<dyn PeopleNotifier>>>,
+    /// The configured hooks, told about approvals decided.
+    hooks: RwLock<Option<Arc<HookBus>>>,
     random: Mutex<Box<dyn RandomSource>>,
     decided: tokio::sync::Notify,
 }
@@ -161,6 +164,7 @@ impl People {
             clock,
             leaks: LeakScanner::default(),
             notifier: RwLock::new(None),
+            hooks: RwLock::new(None),
             random: Mutex::new(Box::new(SystemRandom)),
             decided: tokio::sync::Notify::new(),
         }
@@ -181,6 +185,26 @@ impl People {
     /// Sets who tells admins and people about approvals (the gateway, once its channels run).
     pub fn set_notifier(&self, notifier: Arc<dyn PeopleNotifier>) {
         *self.notifier.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(notifier);
+    }
+
+    /// Tells `hooks` about every approval decided (granted, denied or abandoned).
+    pub fn set_hooks(&self, hooks: Arc<HookBus>) {
+        *self.hooks.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hooks);
+    }
+
+    /// Tells the hooks that `request` was settled as `status`, by `by`.
+    fn tell_hooks_decided(&self, request: &ApprovalRequest, status: &ApprovalStatus, by: &str) {
+        let hooks = self.hooks.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let Some(hooks) = hooks.filter(|hooks| hooks.wants(HookEvent::ApprovalDecided, "")) else { return };
+        let input = HookInput {
+            tool: request.tool.clone(),
+            user: request.actor.user.clone(),
+            ..HookInput::new(HookEvent::ApprovalDecided, &request.session_key, &request.actor.context)
+        }
+        .with("id", request.id.clone())
+        .with("status", status.name())
+        .with("by", by);
+        hooks.observe_later(input);
     }
 
     fn notifier(&self) -> Option<Arc<dyn PeopleNotifier>> {
@@ -245,7 +269,8 @@ impl People {
         }
     }
 
-    fn audit_actor(actor: &Actor) -> String {
+    /// How the audit trail names `actor`.
+    pub fn audit_actor(actor: &Actor) -> String {
         match &actor.user {
             Some(user) => user.clone(),
             None if actor.context == OWNER_CONTEXT => OWNER_CONTEXT.to_owned(),
@@ -500,6 +525,7 @@ impl People {
         match settled {
             None => {
                 self.settle_quietly(&request.id, &ApprovalStatus::Abandoned);
+                self.tell_hooks_decided(&request, &ApprovalStatus::Abandoned, "system");
                 Err("cancelled by the user while it waited for an admin".into())
             }
             Some(None) => {
@@ -584,6 +610,7 @@ impl People {
             return refuse(DecideError::Settled { id: request.id, status });
         }
         self.decided.notify_waiters();
+        self.tell_hooks_decided(&request, &status, &People::audit_actor(by));
         self.audit(
             AuditKind::ApprovalDecided,
             by,
@@ -607,6 +634,7 @@ impl People {
         let notifier = self.notifier();
         for request in &pending {
             self.settle_quietly(&request.id, &ApprovalStatus::Abandoned);
+            self.tell_hooks_decided(request, &ApprovalStatus::Abandoned, "system");
             self.audit_as(
                 AuditKind::ApprovalDecided,
                 "system",

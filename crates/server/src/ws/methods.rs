@@ -341,6 +341,7 @@ pub(super) async fn call(
                 Value::Null
             });
             crate::redact::urls_in(&mut config);
+            crate::redact::mcp_environment_in(&mut config);
             Ok(json!({"config": config}))
         }
         Request::ModelsList => {

@@ -29,6 +29,7 @@ fn squidbot_frontmatter_reads_every_field() {
     assert_eq!(manifest.emoji.as_deref(), Some("🐙"));
     assert_eq!(manifest.metadata_key, Some("squidbot"));
     assert_eq!(manifest.addons.as_ref().unwrap()["packages"][0]["name"], "gh");
+    assert!(manifest.addon_env.is_empty());
     assert_eq!(manifest.body, "# GitHub\n\nUse gh.\n");
 }
 
@@ -164,4 +165,15 @@ fn oversized_and_binary_files_are_refused_by_path() {
     assert!(problem.to_string().contains("more than the 262144 allowed"), "{problem}");
     std::fs::write(&huge, b"---\nname: bin\ndescription: \xff\xfe\n---\n").unwrap();
     assert!(read_skill_file(&huge).unwrap_err().to_string().contains("not UTF-8"));
+}
+
+#[test]
+fn addons_env_is_read_and_checked() {
+    let manifest =
+        parse("---\nname: github\ndescription: GitHub.\naddons:\n  env:\n    - GH_TOKEN\n    - GH_HOST\n---\nbody");
+    assert_eq!(manifest.addon_env, ["GH_TOKEN", "GH_HOST"]);
+    assert_eq!(
+        problem("---\nname: github\ndescription: GitHub.\naddons:\n  env: [PATH]\n---\nbody"),
+        "invalid addons: `addons.env` entry \"PATH\": it changes how commands run and is never set by a skill"
+    );
 }

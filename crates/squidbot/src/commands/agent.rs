@@ -92,6 +92,9 @@ pub fn one_shot(
                 settled = agent.settle(&mut session, &QuietEvents) => settled?,
             }
         }
+        // Hooks observing this turn (turn_finished, after_tool) end before the process
+        // does; each has its timeout.
+        agent.hooks().close().await;
         watcher.abort();
         Ok(code)
     })

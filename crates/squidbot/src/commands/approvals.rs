@@ -22,7 +22,7 @@ pub fn run(environment: &Environment, action: ApprovalsAction) -> Result<()> {
         ApprovalsAction::List { all, json } => {
             let listing = if all { ApprovalListing::All } else { ApprovalListing::Pending };
             let requests = database.approvals.list(LIST_LIMIT, listing)?;
-            let leaks = LeakScanner::new(crate::config::secret_values(environment.config()));
+            let leaks = environment.leak_scanner();
             list(&requests, &leaks, json)
         }
         ApprovalsAction::Approve { id } => decide(environment, &database, &id, Decision::Approve),

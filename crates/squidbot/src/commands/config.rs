@@ -17,7 +17,9 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ConfigAction::Show => {
-            let loaded = config_loader::load(&paths.config)?;
+            // Unresolved: a value from the vault shows as its `secret:NAME` reference (MCP
+            // servers' `env` is plain text, so a resolved value would be printed).
+            let loaded = config_loader::load_unresolved(&paths.config)?;
             if !loaded.file_exists {
                 eprintln!("note: {} does not exist; showing defaults", paths.config.display());
             }
@@ -34,7 +36,7 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
             issues.extend(crate::agents::prompt_file_issues(&loaded.config, &workspace));
             // What `squidbot gateway` would refuse at start-up, said now (a warning: the
             // config may be meant for the terminal only).
-            let gateway_problems = gateway_problems(&loaded.config);
+            let gateway_problems = gateway_problems(&loaded.config, &paths.home);
             if loaded.config.llm.model.is_empty() {
                 issues.push(squidbot_llm::ConfigIssue { key: "llm.model".into(), problem: "not set".into() });
             }
@@ -44,12 +46,20 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
                 Err(_) => Vec::new(),
             };
             warnings.extend(crate::channels::settings::warnings(&loaded.config));
+            let gateway_refuses = !gateway_problems.is_empty();
             warnings.extend(gateway_problems);
             for warning in &warnings {
                 eprintln!("warning: {warning}");
             }
             if issues.is_empty() {
-                println!("{}: ok", paths.config.display());
+                match gateway_refuses {
+                    // Agrees with start-up: the terminal works, the gateway would not start.
+                    true => println!(
+                        "{}: ok for the terminal, but `squidbot gateway` would refuse to start (see the warnings)",
+                        paths.config.display()
+                    ),
+                    false => println!("{}: ok", paths.config.display()),
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             for issue in &issues {
@@ -61,9 +71,9 @@ pub fn run(action: ConfigAction) -> Result<ExitCode> {
     }
 }
 
-/// What `squidbot gateway` would refuse to start with: its auth settings, and no auth
-/// off loopback.
-fn gateway_problems(config: &squidbot_types::config::Config) -> Vec<squidbot_llm::ConfigIssue> {
+/// What `squidbot gateway` would refuse to start with: its auth settings, no auth off
+/// loopback, TLS files it can't use.
+fn gateway_problems(config: &squidbot_types::config::Config, home: &std::path::Path) -> Vec<squidbot_llm::ConfigIssue> {
     let issue = |key: &str, problem: String| squidbot_llm::ConfigIssue {
         key: key.into(),
         problem: format!("{problem} (`squidbot gateway` refuses to start)"),
@@ -71,11 +81,15 @@ fn gateway_problems(config: &squidbot_types::config::Config) -> Vec<squidbot_llm
     let Ok(address) = config.gateway.bind.parse::<std::net::IpAddr>() else {
         return vec![issue("gateway.bind", format!("{:?} is not an IP address", config.gateway.bind))];
     };
-    match crate::commands::gateway::auth_of(&config.gateway.auth) {
+    let mut problems: Vec<_> = match crate::commands::gateway::auth_of(&config.gateway.auth) {
         Ok(auth) => crate::commands::gateway::unauthenticated_bind(&auth, address)
             .map(|problem| issue("gateway.bind", problem))
             .into_iter()
             .collect(),
         Err(problem) => vec![issue("gateway.auth", format!("{problem:#}"))],
+    };
+    if let Err(tls) = crate::commands::gateway::load_tls(&config.gateway, home) {
+        problems.push(issue(&tls.key, tls.problem));
     }
+    problems
 }

@@ -5,15 +5,18 @@
 
 use std::io::IsTerminal as _;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use squidbot_core::events::EventHub;
 use squidbot_core::runs::Runner;
 use squidbot_core::scheduler::JobControl;
+use squidbot_llm::ConfigIssue;
+use squidbot_server::tls::{Tls, TlsFiles};
 use squidbot_server::{Auth, Gateway, JobServices, ProviderSummary, Services};
 use squidbot_types::Secret;
-use squidbot_types::config::GatewayAuthMode;
+use squidbot_types::config::{GatewayAuthMode, GatewayConfig};
 use squidbot_types::sandbox::SandboxBackend;
 use tokio_util::sync::CancellationToken;
 
@@ -66,6 +69,25 @@ pub fn unauthenticated_bind(auth: &Auth, address: IpAddr) -> Option<String> {
     })
 }
 
+/// The files of `[gateway.tls]` (relative paths under `home`, `~/` expanded), `None`
+/// when TLS is off; one without the other is a problem.
+pub fn tls_files(config: &GatewayConfig, home: &Path) -> Result<Option<TlsFiles>, ConfigIssue> {
+    let resolve = |path: &str| home.join(crate::paths::expand_tilde(path));
+    let missing = |key: &str| ConfigIssue { key: key.into(), problem: "not set: TLS needs both cert and key".into() };
+    match (&config.tls.cert, &config.tls.key) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert: resolve(cert), key: resolve(key) })),
+        (Some(_), None) => Err(missing("gateway.tls.key")),
+        (None, Some(_)) => Err(missing("gateway.tls.cert")),
+    }
+}
+
+/// Reads and checks `[gateway.tls]`'s certificate and key, `None` when TLS is off.
+pub fn load_tls(config: &GatewayConfig, home: &Path) -> Result<Option<Tls>, ConfigIssue> {
+    let Some(files) = tls_files(config, home)? else { return Ok(None) };
+    Tls::load(files).map(Some).map_err(|error| ConfigIssue { key: error.key().into(), problem: error.to_string() })
+}
+
 /// Runs a `squidbot gateway …` helper that needs no config.
 pub fn helper(action: &GatewayAction) -> Result<()> {
     match action {
@@ -113,6 +135,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     if let Some(problem) = unauthenticated_bind(&auth, address) {
         bail!("{problem}");
     }
+    let tls = load_tls(config, &environment.paths.home).map_err(|issue| anyhow!("can't start the gateway: {issue}"))?;
     for warning in crate::channels::settings::warnings(environment.config()) {
         eprintln!("warning: {warning}");
         tracing::warn!("{warning}");
@@ -176,15 +199,20 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     if !abandoned.is_empty() {
         tracing::info!(count = abandoned.len(), "ended approval requests left pending by the last run");
     }
+    let hooks = runner.agent().hooks().clone();
     let gateway = Gateway::new(runner, auth, models, services);
     let local = listener.local_addr()?;
-    println!("listening on http://{local}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("listening on {scheme}://{local}");
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
         signals.cancel();
     });
-    let served = squidbot_server::run(listener, gateway, shutdown.clone()).await;
+    let served = match tls {
+        Some(tls) => squidbot_server::run_tls(listener, tls, gateway, shutdown.clone()).await,
+        None => squidbot_server::run(listener, gateway, shutdown.clone()).await,
+    };
     shutdown.cancel();
     if let Some(scheduler) = scheduler {
         scheduler.stopped().await;
@@ -194,6 +222,8 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
     {
         tracing::warn!(%error, "the channel manager ended abnormally");
     }
+    // Hooks still observing (each bounded by its timeout) finish before the process ends.
+    hooks.close().await;
     served.context("the gateway stopped")?;
     eprintln!("gateway stopped");
     Ok(())

@@ -1,6 +1,7 @@
 //! A command's connection to the running gateway over its WebSocket protocol: where it
 //! listens (from `[gateway]`), the `connect` handshake with the configured credentials,
-//! and method calls. Used by `squidbot send` and `squidbot workers`.
+//! and method calls, over wss when `[gateway.tls]` is set. Used by `squidbot send`,
+//! `squidbot workers`, `squidbot cron` and `squidbot status`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -63,13 +64,29 @@ fn credentials(config: &GatewayConfig) -> Result<Value> {
     })
 }
 
+/// With `[gateway.tls]`, a TLS connector that trusts exactly the certificate in its
+/// file (the gateway's own, often self-signed); `None` for plain WebSocket.
+fn transport(config: &GatewayConfig) -> Result<Option<tokio_tungstenite::Connector>> {
+    let paths = crate::paths::Paths::from_env()?;
+    let Some(files) = crate::commands::gateway::tls_files(config, &paths.home).map_err(|issue| anyhow!(issue))? else {
+        return Ok(None);
+    };
+    let client = squidbot_server::tls::pinned_client_config(&files.cert)
+        .map_err(|error| anyhow!("can't trust the gateway's certificate: {}: {error}", error.key()))?;
+    Ok(Some(tokio_tungstenite::Connector::Rustls(client)))
+}
+
 impl GatewayClient {
     /// Connects and authenticates as an operator with read and write scopes; `None` when
     /// no gateway answers at the configured address.
     pub async fn connect(config: &GatewayConfig) -> Result<Option<GatewayClient>> {
         let address = gateway_address(config)?;
-        let url = format!("ws://{address}/");
-        let socket = match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url.as_str())).await {
+        let (url, connector) = match transport(config)? {
+            Some(connector) => (format!("wss://{address}/"), Some(connector)),
+            None => (format!("ws://{address}/"), None),
+        };
+        let connecting = tokio_tungstenite::connect_async_tls_with_config(url.as_str(), None, false, connector);
+        let socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
             Ok(Ok((socket, _))) => socket,
             Ok(Err(error)) => {
                 tracing::debug!(%error, %url, "no gateway answered");

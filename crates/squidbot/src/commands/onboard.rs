@@ -61,11 +61,12 @@ pub fn run(arguments: &OnboardArgs) -> Result<()> {
         interactive(arguments, &mut input)?
     };
     let mut answers = answers;
+    let vault_key = choose_vault_key(&paths);
     if let Some(key) = answers.api_key.take() {
-        answers.api_key = Some(store_key(&paths, &answers.provider, &key)?);
+        answers.api_key = Some(store_key(&paths, vault_key, &answers.provider, &key)?);
     }
-    let gateway_token = store_gateway_token(&paths)?;
-    write_config(&paths.config, &answers, &gateway_token)?;
+    let gateway_token = store_gateway_token(&paths, vault_key)?;
+    write_config(&paths.config, &answers, &gateway_token, vault_key)?;
     println!("wrote {}", paths.config.display());
     let workspace = paths.workspace(None);
     write_workspace(&workspace)?;
@@ -130,13 +131,63 @@ fn first_user(onboarded: Onboarded<'_>) -> Result<()> {
     Ok(())
 }
 
+/// How long onboarding waits for a Secret Service to answer on the session bus.
+#[cfg(feature = "keyring")]
+const KEYRING_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Where the vault key of the new config lives, said in the output: where the config
+/// being replaced kept it, the key file when there is one already (a vault sealed with
+/// it), else the OS keyring when a Secret Service answers on the session bus within a
+/// second, else a key file (a headless server).
+fn choose_vault_key(paths: &Paths) -> VaultKeyMode {
+    let kept = crate::config::load_unresolved(&paths.config).ok().map(|loaded| loaded.config.vault.key);
+    if let Some(mode @ (VaultKeyMode::Keyring | VaultKeyMode::Passphrase)) = kept {
+        println!("vault key: kept as the config being replaced has it ({})", vault_key_name(mode));
+        return mode;
+    }
+    let key_file = crate::config::vault::key_path(&paths.home);
+    if key_file.exists() {
+        println!("vault key: the key file {} (it exists already)", key_file.display());
+        return VaultKeyMode::File;
+    }
+    match keyring_answers() {
+        Ok(()) => {
+            println!(
+                "vault key: the OS keyring (a Secret Service answered on the session bus); [vault] key = \"keyring\""
+            );
+            VaultKeyMode::Keyring
+        }
+        Err(reason) => {
+            println!("vault key: the key file {} (no OS keyring: {reason})", key_file.display());
+            VaultKeyMode::File
+        }
+    }
+}
+
+fn vault_key_name(mode: VaultKeyMode) -> &'static str {
+    match mode {
+        VaultKeyMode::File => "file",
+        VaultKeyMode::Keyring => "keyring",
+        VaultKeyMode::Passphrase => "passphrase",
+    }
+}
+
+#[cfg(feature = "keyring")]
+fn keyring_answers() -> Result<(), String> {
+    squidbot_store::keyring_reachable(KEYRING_PROBE)
+}
+
+#[cfg(not(feature = "keyring"))]
+fn keyring_answers() -> Result<(), String> {
+    Err("this squidbot was built without its `keyring` feature".to_owned())
+}
+
 /// Stores a pasted API key in the vault as `provider.<name>.api_key` and returns the
 /// `secret:` reference config.toml gets instead of the key.
-fn store_key(paths: &Paths, provider: &str, key: &str) -> Result<String> {
+fn store_key(paths: &Paths, vault_key: VaultKeyMode, provider: &str, key: &str) -> Result<String> {
     let name = format!("provider.{provider}.api_key");
     let database = squidbot_store::Database::open(&paths.database())?;
-    // A new config keeps the default key (the key file) unless a passphrase is given.
-    let vault = crate::config::vault::open(&paths.home, database, VaultKeyMode::File)?;
+    let vault = crate::config::vault::open(&paths.home, database, vault_key)?;
     vault.set(&name, key)?;
     println!("stored the API key in the vault as {name}");
     Ok(format!("{}{name}", crate::config::vault::SECRET_PREFIX))
@@ -145,10 +196,10 @@ fn store_key(paths: &Paths, provider: &str, key: &str) -> Result<String> {
 /// Makes the gateway's token (so the gateway never starts without authentication),
 /// stores it in the vault as `gateway.token`, shows it once, and returns the reference
 /// config.toml gets.
-fn store_gateway_token(paths: &Paths) -> Result<String> {
+fn store_gateway_token(paths: &Paths, vault_key: VaultKeyMode) -> Result<String> {
     let name = "gateway.token";
     let database = squidbot_store::Database::open(&paths.database())?;
-    let vault = crate::config::vault::open(&paths.home, database, VaultKeyMode::File)?;
+    let vault = crate::config::vault::open(&paths.home, database, vault_key)?;
     let token = match vault.get(name)? {
         Some(_) => {
             println!("the gateway keeps its token (vault secret {name}; `squidbot secrets rotate {name}` replaces it)");
@@ -287,7 +338,7 @@ fn toml_string(value: &str) -> String {
     toml::Value::String(value.to_owned()).to_string()
 }
 
-fn write_config(path: &Path, answers: &Answers, gateway_token: &str) -> Result<()> {
+fn write_config(path: &Path, answers: &Answers, gateway_token: &str, vault_key: VaultKeyMode) -> Result<()> {
     let mut text =
         String::from("# squidbot configuration. Reference: docs/configuration.md in the squidbot repository.\n\n");
     text.push_str(&format!("[llm]\nmodel = {}\n\n", toml_string(&answers.model)));
@@ -300,6 +351,12 @@ fn write_config(path: &Path, answers: &Answers, gateway_token: &str) -> Result<(
         text.push_str(&format!("api_key_env = {}\n", toml_string(variable)));
     }
     text.push_str(&format!("\n[gateway.auth]\nmode = \"token\"\ntoken = {}\n", toml_string(gateway_token)));
+    match vault_key {
+        VaultKeyMode::File => {}
+        VaultKeyMode::Keyring | VaultKeyMode::Passphrase => {
+            text.push_str(&format!("\n[vault]\nkey = \"{}\"\n", vault_key_name(vault_key)));
+        }
+    }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("can't create {}", parent.display()))?;
     }

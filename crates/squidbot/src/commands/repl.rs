@@ -237,6 +237,7 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
         if let Some(housekeeping) = housekeeping {
             housekeeping.stopped().await;
         }
+        agent.hooks().close().await;
     });
     if let Some(parent) = history_path.parent()
         && let Err(error) = std::fs::create_dir_all(parent)

@@ -60,10 +60,39 @@ fn list(environment: &Environment, as_json: bool) -> Result<()> {
             skill.directory.display()
         );
     }
+    for skill in &discovery.skills {
+        for line in addon_lines(environment, skill) {
+            println!("{}: {line}", skill.name());
+        }
+    }
     if !environment.config().skills.enabled {
         println!("note: skills.enabled is false, so the prompt lists none of these");
     }
     Ok(())
+}
+
+/// Where each `addons.env` variable of `skill` gets its value: the vault secret of its
+/// name, set for the skill's commands in a turn that read its SKILL.md.
+fn addon_lines(environment: &Environment, skill: &Skill) -> Vec<String> {
+    let names = &skill.manifest.addon_env;
+    if names.is_empty() {
+        return Vec::new();
+    }
+    if !squidbot_skills::addons::gets_secrets(skill.source) {
+        return names
+            .iter()
+            .map(|name| format!("addons env {name}: never set (a workspace skill, which the assistant can write)"))
+            .collect();
+    }
+    let known = crate::config::vault::known_secrets(environment.config().vault.key);
+    names
+        .iter()
+        .map(|name| match (known.get(name), known.unread()) {
+            (Some(_), _) => format!("addons env {name}: from the vault, set once a turn reads SKILL.md"),
+            (None, Some(reason)) => format!("addons env {name}: can't check the vault ({reason})"),
+            (None, None) => format!("addons env {name}: not in the vault (squidbot secrets set {name})"),
+        })
+        .collect()
 }
 
 fn show(environment: &Environment, name: &str) -> Result<()> {
@@ -115,8 +144,8 @@ fn show(environment: &Environment, name: &str) -> Result<()> {
     if let Some(key) = manifest.metadata_key {
         println!("metadata     read from metadata.{key}");
     }
-    if manifest.addons.is_some() {
-        println!("addons       declared (not acted on yet)");
+    for line in addon_lines(environment, skill) {
+        println!("addons       {line}");
     }
     println!();
     print!("{}", manifest.body);

@@ -1,9 +1,12 @@
 //! `"secret:NAME"` config values: unlocking the vault with the key `[vault]` chooses and
 //! replacing every credential that references it with the secret's value after loading,
-//! so every consumer sees the real value.
+//! so every consumer sees the real value; and every value in the vault, read once per
+//! process, for the leak scanner and for the `addons.env` variables of skills.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use squidbot_store::{Database, Vault, VaultKey, check_secret_name};
@@ -24,12 +27,14 @@ pub fn key_path(home: &Path) -> PathBuf {
 }
 
 /// Unlocks the vault in `database`: with `SQUIDBOT_VAULT_PASSPHRASE` when set, else the
-/// key file or a passphrase asked on the terminal, as `mode` says.
+/// key file, the OS keyring or a passphrase asked on the terminal, as `mode` says. A
+/// keyring that can't be reached is an error, never a silent fall back to a key file.
 pub fn open(home: &Path, database: Database, mode: VaultKeyMode) -> Result<Vault> {
     let passphrase = std::env::var(PASSPHRASE_VARIABLE).ok().filter(|passphrase| !passphrase.is_empty());
     let key = match (passphrase, mode) {
         (Some(passphrase), _) => VaultKey::from_passphrase(&database, &passphrase)?,
         (None, VaultKeyMode::File) => VaultKey::load_or_create_file(&key_path(home))?,
+        (None, VaultKeyMode::Keyring) => keyring_key(&database, home)?,
         (None, VaultKeyMode::Passphrase) => {
             if !std::io::stdin().is_terminal() {
                 bail!(
@@ -41,6 +46,100 @@ pub fn open(home: &Path, database: Database, mode: VaultKeyMode) -> Result<Vault
         }
     };
     Ok(Vault::open(database, &key)?)
+}
+
+#[cfg(feature = "keyring")]
+fn keyring_key(database: &Database, home: &Path) -> Result<VaultKey> {
+    Ok(VaultKey::load_or_create_keyring(database, home)?)
+}
+
+#[cfg(not(feature = "keyring"))]
+fn keyring_key(_database: &Database, _home: &Path) -> Result<VaultKey> {
+    bail!(
+        "can't unlock the vault: [vault] key is \"keyring\", but this squidbot was built without its `keyring` \
+         feature; use [vault] key = \"file\" or \"passphrase\""
+    )
+}
+
+/// Every value in the vault, read once per process: by [`resolve`] when the config refers
+/// to the vault (so a passphrase asked for is asked once), else the first time the leak
+/// scanner or a skill needs them. A process-wide cell because every scanner is built from
+/// the config alone (`secret_values`), in many places.
+static KNOWN: OnceLock<Arc<KnownSecrets>> = OnceLock::new();
+
+/// The vault's secrets as this process knows them.
+#[derive(Debug, Default)]
+pub struct KnownSecrets {
+    /// Every secret by name; empty when the vault could not be read.
+    values: BTreeMap<String, Secret>,
+    /// Why the vault was not read, if it was not (no key without asking, an error).
+    unread: Option<String>,
+}
+
+impl KnownSecrets {
+    /// The value of the secret `name`.
+    pub fn get(&self, name: &str) -> Option<&Secret> {
+        self.values.get(name)
+    }
+
+    /// Every value, for the leak scanner.
+    pub fn values(&self) -> impl Iterator<Item = &Secret> {
+        self.values.values()
+    }
+
+    /// Why the vault's secrets are not known, when they are not.
+    pub fn unread(&self) -> Option<&str> {
+        self.unread.as_deref()
+    }
+
+    fn read(vault: &Vault) -> Self {
+        match vault.values() {
+            Ok(values) => Self { values: values.into_iter().collect(), unread: None },
+            Err(error) => Self { values: BTreeMap::new(), unread: Some(error.to_string()) },
+        }
+    }
+
+    fn not_read(reason: impl Into<String>) -> Self {
+        Self { values: BTreeMap::new(), unread: Some(reason.into()) }
+    }
+}
+
+/// The vault's secrets, read the first time they are asked for. The vault is opened only
+/// when that needs no question: with `SQUIDBOT_VAULT_PASSPHRASE`, the key file when `mode`
+/// is `file` and the file exists, or the keyring; never with a passphrase asked for, and
+/// no key file is made here.
+pub fn known_secrets(mode: VaultKeyMode) -> Arc<KnownSecrets> {
+    KNOWN.get_or_init(|| Arc::new(read_without_asking(mode))).clone()
+}
+
+fn read_without_asking(mode: VaultKeyMode) -> KnownSecrets {
+    let paths = match Paths::from_env() {
+        Ok(paths) => paths,
+        Err(error) => return KnownSecrets::not_read(format!("can't find squidbot's home: {error}")),
+    };
+    if !paths.database().exists() {
+        return KnownSecrets::default();
+    }
+    let has_passphrase = std::env::var_os(PASSPHRASE_VARIABLE).is_some_and(|passphrase| !passphrase.is_empty());
+    // The keyring answers without a question (a locked one is an error, kept as the reason).
+    let openable = has_passphrase
+        || match mode {
+            VaultKeyMode::File => key_path(&paths.home).exists(),
+            VaultKeyMode::Keyring => true,
+            VaultKeyMode::Passphrase => false,
+        };
+    if !openable {
+        return KnownSecrets::not_read(format!(
+            "the vault is locked: its key is asked for on a terminal; set {PASSPHRASE_VARIABLE}"
+        ));
+    }
+    let opened = Database::open(&paths.database())
+        .map_err(anyhow::Error::from)
+        .and_then(|database| open(&paths.home, database, mode));
+    match opened {
+        Ok(vault) => KnownSecrets::read(&vault),
+        Err(error) => KnownSecrets::not_read(format!("can't read the vault: {error:#}")),
+    }
 }
 
 /// A credential the config holds: a `Secret`, or plain text (MCP server `env` values).
@@ -125,6 +224,7 @@ pub fn resolve(config: &mut Config, path: &Path) -> Result<()> {
     let database = Database::open(&paths.database())?;
     let vault =
         open(&paths.home, database, mode).with_context(|| format!("can't read the secrets {shown} refers to"))?;
+    KNOWN.get_or_init(|| Arc::new(KnownSecrets::read(&vault)));
     for (key, slot) in &mut slots {
         let name = slot.text().trim_start_matches(SECRET_PREFIX).to_owned();
         check_secret_name(&name).map_err(|error| anyhow!("invalid config {shown}: {key}: {error}"))?;

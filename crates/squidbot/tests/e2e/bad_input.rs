@@ -65,8 +65,11 @@ async fn malformed_config_names_the_key() {
     home.write_config(
         "[llm]\nmodel = \"local/m\"\n[providers.local]\napi_base = \"http://127.0.0.1:9/v1\"\napi_key = \"k-123456\"\n",
     );
-    let run = home.run(&["config", "validate"]).await;
+    let run = home.run(&["config", "validate"]).await.success();
     assert!(run.stderr.contains("warning: gateway.auth: gateway.auth.mode is token but neither"), "{}", run.stderr);
+    assert!(run.stdout.contains("ok for the terminal, but `squidbot gateway` would refuse to start"), "{}", run.stdout);
+    let run = home.run(&["gateway"]).await.failure();
+    assert!(run.stderr.contains("gateway.auth.mode is token but neither"), "{}", run.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

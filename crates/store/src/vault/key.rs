@@ -1,6 +1,9 @@
 //! The vault key: 32 bytes from a key file beside the database (made once, mode 0600,
-//! never replaced) or derived with argon2id from a passphrase and a salt kept in the
-//! database.
+//! never replaced), kept by the OS keyring (`keyring` feature), or derived with argon2id
+//! from a passphrase and a salt kept in the database.
+
+#[cfg(feature = "keyring")]
+mod keyring;
 
 use std::path::Path;
 
@@ -10,6 +13,9 @@ use squidbot_core::random::{RandomSource, SystemRandom};
 use super::VaultError;
 use crate::database::Database;
 use crate::key_file::KeyFile;
+
+#[cfg(feature = "keyring")]
+pub use keyring::{keyring_label, keyring_reachable};
 
 /// Bytes of a key.
 pub const VAULT_KEY_BYTES: usize = 32;
@@ -31,6 +37,8 @@ pub enum VaultKeySource {
     KeyFile,
     /// argon2id of a passphrase.
     Passphrase,
+    /// The OS keyring (Secret Service, Keychain).
+    Keyring,
     /// Raw bytes handed in (tests, tools).
     Bytes,
 }
@@ -41,6 +49,7 @@ impl VaultKeySource {
         match self {
             VaultKeySource::KeyFile => "key file",
             VaultKeySource::Passphrase => "passphrase",
+            VaultKeySource::Keyring => "keyring",
             VaultKeySource::Bytes => "raw key",
         }
     }

@@ -154,3 +154,20 @@ fn rotate_needs_an_existing_secret_and_remove_forgets_it() {
     assert!(vault.get("openai").unwrap().is_none());
     assert!(matches!(vault.set("bad name", "x"), Err(VaultError::InvalidName { .. })));
 }
+
+#[test]
+fn every_value_is_read_for_the_scanner_without_counting_as_a_use() {
+    let directory = tempfile::tempdir().unwrap();
+    let database = database(&directory);
+    let vault = Vault::open(database.clone(), &VaultKey::from_bytes([7; 32])).unwrap();
+    vault.set("GH_TOKEN", "ghp-value-1").unwrap();
+    vault.set("openai", "sk-value-2").unwrap();
+    let fresh = Vault::open(database, &VaultKey::from_bytes([7; 32])).unwrap();
+    let values: Vec<(String, String)> =
+        fresh.values().unwrap().into_iter().map(|(name, value)| (name, value.expose().to_owned())).collect();
+    assert_eq!(
+        values,
+        [("GH_TOKEN".to_owned(), "ghp-value-1".to_owned()), ("openai".to_owned(), "sk-value-2".to_owned())]
+    );
+    assert!(fresh.list().unwrap().iter().all(|entry| entry.last_used_ms.is_none()), "knowing is not using");
+}

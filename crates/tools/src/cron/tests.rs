@@ -33,6 +33,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             correlation_id: String::new(),
             actor: None,
+            skills_in_use: Default::default(),
         };
         tool.call_boxed(arguments, &context).await.map(|output| output.content)
     }

@@ -2,12 +2,13 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::memory::{Memories, SaveOutcome};
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 use squidbot_types::memory::{DEFAULT_IMPORTANCE, MemoryType, NewMemory};
 
-use super::refusal;
+use super::{refusal, without_secrets};
 use crate::{parse, schema};
 
 /// Seconds in a day, for `ttl_days`.
@@ -33,12 +34,20 @@ pub struct MemorySaveArguments {
 #[derive(Debug, Clone)]
 pub struct MemorySaveTool {
     memories: Memories,
+    /// Secrets found in what is saved are redacted first.
+    leaks: LeakScanner,
 }
 
 impl MemorySaveTool {
     /// A `memory_save` tool saving through `memories`.
     pub fn new(memories: Memories) -> Self {
-        Self { memories }
+        Self { memories, leaks: LeakScanner::default() }
+    }
+
+    /// The same tool redacting the secrets `leaks` knows from what it saves.
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
+        self
     }
 
     async fn save(&self, arguments: MemorySaveArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -68,10 +77,11 @@ impl MemorySaveTool {
                 tags.push(tag.to_owned());
             }
         }
+        let (content, redacted) = without_secrets(&self.leaks, arguments.content);
         let memory = NewMemory {
             context: context.context.clone(),
             kind,
-            content: arguments.content,
+            content,
             importance: importance as f32,
             tags,
             source: "tool".to_owned(),
@@ -82,7 +92,7 @@ impl MemorySaveTool {
             SaveOutcome::Created(id) => format!("saved memory #{id} ({})", kind.as_str()),
             SaveOutcome::Updated(id) => format!("updated memory #{id} (it said nearly the same)"),
         };
-        Ok(ToolOutput::text(message))
+        Ok(ToolOutput::text(format!("{message}{}", redacted.unwrap_or_default())))
     }
 }
 

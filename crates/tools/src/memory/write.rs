@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use squidbot_core::leaks::LeakScanner;
 use squidbot_core::memory::{DocumentEdit, MemoryDocuments, apply_edit};
 use squidbot_core::tool::{Tool, ToolContext, ToolError, ToolOutput};
 use squidbot_types::ToolSpec;
 
-use super::refusal;
+use super::{refusal, without_secrets};
 use crate::{join_failure, parse, schema};
 
 /// Edit memory.md, your always-visible notes.
@@ -27,6 +28,8 @@ pub struct MemoryWriteArguments {
 pub struct MemoryWriteTool {
     documents: Arc<dyn MemoryDocuments>,
     cap: usize,
+    /// Secrets found in what is written are redacted first.
+    leaks: LeakScanner,
 }
 
 impl std::fmt::Debug for MemoryWriteTool {
@@ -46,7 +49,13 @@ enum Written {
 impl MemoryWriteTool {
     /// A `memory_write` tool editing `documents`, refusing to let one pass `cap` characters.
     pub fn new(documents: Arc<dyn MemoryDocuments>, cap: usize) -> Self {
-        Self { documents, cap }
+        Self { documents, cap, leaks: LeakScanner::default() }
+    }
+
+    /// The same tool redacting the secrets `leaks` knows from what it writes.
+    pub fn with_leak_scanner(mut self, leaks: LeakScanner) -> Self {
+        self.leaks = leaks;
+        self
     }
 
     async fn write(&self, arguments: MemoryWriteArguments, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -62,7 +71,8 @@ impl MemoryWriteTool {
         }
         let section = arguments.section.filter(|section| !section.trim().trim_start_matches('#').trim().is_empty());
         let shown_section = section.as_deref().map(|section| section.trim().trim_start_matches('#').trim().to_owned());
-        let edit = DocumentEdit { content: arguments.content, append, section };
+        let (content, redacted) = without_secrets(&self.leaks, arguments.content);
+        let edit = DocumentEdit { content, append, section };
         let documents = Arc::clone(&self.documents);
         let scope = context.context.clone();
         let cap = self.cap;
@@ -82,7 +92,8 @@ impl MemoryWriteTool {
         match written {
             Written::Saved { after } => {
                 let place = shown_section.map(|section| format!(" (section {section})")).unwrap_or_default();
-                Ok(ToolOutput::text(format!("updated memory.md{place}: now {after} of {cap} characters")))
+                let redacted = redacted.unwrap_or_default();
+                Ok(ToolOutput::text(format!("updated memory.md{place}: now {after} of {cap} characters{redacted}")))
             }
             Written::TooLarge { before, after } => Err(refuse(format!(
                 "the result would be {after} characters, over the cap of {cap} (it is {before} now); nothing was written. Condense it: rewrite the document or a section shorter with mode replace"

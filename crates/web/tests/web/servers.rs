@@ -26,6 +26,7 @@ pub fn context() -> ToolContext {
         cancel: CancellationToken::new(),
         correlation_id: String::new(),
         actor: None,
+        skills_in_use: Default::default(),
     }
 }
 

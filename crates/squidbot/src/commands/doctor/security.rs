@@ -11,8 +11,8 @@ use anyhow::{Context as _, Result, anyhow};
 use serde_json::json;
 use squidbot_core::people::Directory as _;
 use squidbot_sandbox::Active;
-use squidbot_types::config::{Config, GatewayAuthMode};
-use squidbot_types::hooks::BEFORE_TOOL;
+use squidbot_types::config::{Config, GatewayAuthMode, VaultKeyMode};
+use squidbot_types::hooks::HookEvent;
 use squidbot_types::sandbox::SandboxBackend;
 
 use super::exposed_paths;
@@ -75,6 +75,7 @@ pub fn run(as_json: bool) -> Result<ExitCode> {
     let mut findings = Vec::new();
     findings.extend(credential_findings(&environment.paths.config)?);
     findings.extend(file_findings(&environment));
+    findings.push(vault_key_finding(&environment));
     findings.extend(gateway_findings(config));
     findings.push(sandbox_finding(&environment)?);
     findings.extend(channel_findings(config));
@@ -241,6 +242,78 @@ fn file_findings(environment: &Environment) -> Vec<Finding> {
         .collect()
 }
 
+// --- vault key ----------------------------------------------------------------------------
+
+/// Where the vault key is: the OS keyring, the key file (with its mode) or a passphrase.
+fn vault_key_finding(environment: &Environment) -> Finding {
+    let key_file = crate::config::vault::key_path(&environment.paths.home);
+    let passphrase_variable = crate::config::vault::PASSPHRASE_VARIABLE;
+    if std::env::var_os(passphrase_variable).is_some_and(|passphrase| !passphrase.is_empty()) {
+        return Finding::new(
+            Severity::Info,
+            "vault.key",
+            format!(
+                "derived from the passphrase in {passphrase_variable} (it wins over [vault] key); processes of the \
+                 same user can read a process's environment"
+            ),
+        );
+    }
+    match environment.config().vault.key {
+        VaultKeyMode::File => {
+            let detail = match std::fs::metadata(&key_file) {
+                Ok(metadata) => format!(
+                    "the key file {} (mode {}): a copied squidbot.db alone is safe, a copy of the whole home is \
+                     not; on a desktop [vault] key = \"keyring\" keeps the key out of the home",
+                    key_file.display(),
+                    file_mode(&metadata)
+                ),
+                Err(_) => format!("the key file {}, made on first use", key_file.display()),
+            };
+            Finding::new(Severity::Info, "vault.key", detail)
+        }
+        VaultKeyMode::Keyring => keyring_finding(environment),
+        VaultKeyMode::Passphrase => Finding::new(
+            Severity::Ok,
+            "vault.key",
+            "derived from a passphrase (argon2id) asked at every start, kept nowhere",
+        ),
+    }
+}
+
+#[cfg(unix)]
+fn file_mode(metadata: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    format!("{:o}", metadata.permissions().mode() & 0o777)
+}
+
+#[cfg(not(unix))]
+fn file_mode(_metadata: &std::fs::Metadata) -> String {
+    "not checked on this system".to_owned()
+}
+
+#[cfg(feature = "keyring")]
+fn keyring_finding(environment: &Environment) -> Finding {
+    let home = std::path::absolute(&environment.paths.home).unwrap_or_else(|_| environment.paths.home.clone());
+    Finding::new(
+        Severity::Ok,
+        "vault.key",
+        format!(
+            "in the OS keyring, item \"{}\" (the Secret Service, or the Keychain on macOS); not in the home",
+            squidbot_store::keyring_label(&home.display().to_string())
+        ),
+    )
+}
+
+#[cfg(not(feature = "keyring"))]
+fn keyring_finding(_environment: &Environment) -> Finding {
+    Finding::new(
+        Severity::Critical,
+        "vault.key",
+        "\"keyring\", but this squidbot was built without its `keyring` feature, so the vault can't be opened; \
+         use [vault] key = \"file\" or \"passphrase\"",
+    )
+}
+
 // --- gateway ------------------------------------------------------------------------------
 
 fn is_loopback(bind: &str) -> bool {
@@ -272,23 +345,32 @@ fn gateway_findings(config: &Config) -> Vec<Finding> {
         GatewayAuthMode::Token => Finding::new(Severity::Ok, "gateway.auth.mode", format!("token on {bind}")),
         GatewayAuthMode::Password => Finding::new(Severity::Ok, "gateway.auth.mode", format!("password on {bind}")),
     };
-    let tls = if loopback {
-        Finding::new(
-            Severity::Info,
+    vec![auth, tls_finding(gateway, loopback)]
+}
+
+/// TLS on or off; off is only worth a warning off loopback, where the token and the
+/// conversations cross the network in clear.
+fn tls_finding(gateway: &squidbot_types::config::GatewayConfig, loopback: bool) -> Finding {
+    let bind = &gateway.bind;
+    match (&gateway.tls.cert, &gateway.tls.key) {
+        (Some(cert), Some(_)) => Finding::new(Severity::Ok, "gateway.tls", format!("on, with the certificate {cert}")),
+        (Some(_), None) | (None, Some(_)) => Finding::new(
+            Severity::Warning,
             "gateway.tls",
-            format!("not configured (TLS support is coming); fine on {bind}, which is loopback"),
-        )
-    } else {
-        Finding::new(
+            "only one of cert and key is set: `squidbot gateway` refuses to start; set both or neither",
+        ),
+        (None, None) if loopback => {
+            Finding::new(Severity::Info, "gateway.tls", format!("off; fine on {bind}, which is loopback"))
+        }
+        (None, None) => Finding::new(
             Severity::Warning,
             "gateway.tls",
             format!(
-                "bound to {bind} without TLS (TLS support is coming): put a TLS proxy in front for LAN use, or bind \
-                 to loopback"
+                "off while bound to {bind}: credentials and conversations cross the network in clear; set \
+                 [gateway.tls] cert and key, put a TLS proxy in front, or bind to loopback"
             ),
-        )
-    };
-    vec![auth, tls]
+        ),
+    }
 }
 
 // --- sandbox ------------------------------------------------------------------------------
@@ -411,14 +493,15 @@ fn hook_findings(config: &Config) -> Vec<Finding> {
         .hooks
         .iter()
         .enumerate()
-        .filter(|(_, hook)| hook.event == BEFORE_TOOL && hook.fail_open)
+        .filter(|(_, hook)| HookEvent::from_name(&hook.event).is_some_and(HookEvent::decides) && hook.fail_open)
         .map(|(index, hook)| {
             Finding::new(
                 Severity::Warning,
                 format!("hooks[{index}].fail_open"),
                 format!(
-                    "the before_tool hook `{}` fails open: a call runs unchecked when it fails or times out; remove \
-                     fail_open unless the hook only observes",
+                    "the {} hook `{}` fails open: what it checks goes through unchecked when it fails or times out; \
+                     remove fail_open unless the hook only observes",
+                    hook.event,
                     hook.command.join(" ")
                 ),
             )
@@ -460,5 +543,17 @@ mod tests {
         assert!(!is_loopback("0.0.0.0") && !is_loopback("192.168.1.2"));
         assert!(is_remote("https://example.org/skills.git") && is_remote("git@example.org:me/skill.git"));
         assert!(!is_remote("/home/me/skill") && !is_remote("./skill") && !is_remote("file:///srv/skill"));
+    }
+
+    #[test]
+    fn tls_off_beyond_loopback_is_a_warning_and_on_is_ok() {
+        let mut gateway = squidbot_types::config::GatewayConfig { bind: "0.0.0.0".into(), ..Default::default() };
+        assert_eq!(tls_finding(&gateway, false).severity, Severity::Warning);
+        assert_eq!(tls_finding(&gateway, true).severity, Severity::Info);
+        gateway.tls.cert = Some("tls/cert.pem".into());
+        assert_eq!(tls_finding(&gateway, false).severity, Severity::Warning, "a cert without a key");
+        gateway.tls.key = Some("tls/key.pem".into());
+        let on = tls_finding(&gateway, false);
+        assert!(on.severity == Severity::Ok && on.detail.starts_with("on"), "{on:?}");
     }
 }
