@@ -178,6 +178,8 @@ impl Checker<'_> {
             self.extra_patterns(&command.words.join(" "))?;
             self.gate(rules::raw_disk_targets(&command.output_targets))?;
             self.gate(rules::environment_files(&command.words))?;
+            // `tr '\0' '\n' < /proc/1/environ` reads it as surely as `cat` does.
+            self.gate(rules::environment_files(&command.input_sources))?;
             self.words(&command.words, &command.heredocs, &mut location, depth)?;
         }
         Ok(())

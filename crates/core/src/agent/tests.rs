@@ -360,8 +360,8 @@ async fn secrets_in_tool_output_are_redacted_before_the_model_sees_them() {
 
 /// Keeps every streamed delta and warning.
 #[derive(Default)]
-struct Streamed {
-    deltas: Mutex<Vec<String>>,
+pub(super) struct Streamed {
+    pub(super) deltas: Mutex<Vec<String>>,
     warnings: Mutex<Vec<String>>,
 }
 

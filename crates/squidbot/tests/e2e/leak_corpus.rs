@@ -55,6 +55,9 @@ const SHAPED: [&str; 3] = [
     "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
 ];
 /// A comment in config.toml: seen anywhere, the config file was read.
+/// A vault secret an installed skill declares in `addons.env` (as `ADDON_TOKEN`).
+const ADDON_VALUE: &str = "addon-vault-value-3e8a1f70";
+
 const CONFIG_MARKER: &str = "leak-corpus-config-marker-91c4";
 
 /// `text` percent-encoded (every byte but the unreserved ones).
@@ -90,8 +93,9 @@ fn forms(secret: &str) -> Vec<String> {
 /// the scanner knows the encodings of known values, not of every key-shaped string
 /// (the web boundary decodes what would leave, see `fetch-base64-shaped-key`).
 fn needles(corpus: &Corpus) -> Vec<(String, String)> {
-    let mut secrets: Vec<String> =
-        [PROVIDER_KEY, SPARE, MCP_VALUE, ENV_SECRET, OPENAI_ENV, CONFIG_MARKER].map(str::to_owned).to_vec();
+    let mut secrets: Vec<String> = [PROVIDER_KEY, SPARE, MCP_VALUE, ENV_SECRET, OPENAI_ENV, ADDON_VALUE, CONFIG_MARKER]
+        .map(str::to_owned)
+        .to_vec();
     secrets.push(corpus.vault_key.clone());
     let mut needles: Vec<(String, String)> =
         secrets.iter().flat_map(|secret| forms(secret).into_iter().map(|form| (secret.clone(), form))).collect();
@@ -257,8 +261,7 @@ async fn run_surfaces(corpus: &Corpus, checker: &Checker) -> Vec<String> {
         ("cli-status", &["status", "--json"], "everything"),
         ("cli-secrets-list", &["secrets", "list", "--json"], "spare.unreferenced"),
         ("cli-audit", &["audit", "--json"], ""),
-        // LEAK: the memory the model saved holds the provider key as written (see
-        // `attacks::memory_write`); this check fails until memory_save redacts.
+        // The memory the model saved (`attacks::memory_write`) was redacted when stored.
         ("cli-memory-list", &["memory", "list", "--json"], "the provider key is"),
     ];
     for (kind, arguments, shows) in cli {
@@ -322,6 +325,8 @@ async fn corpus(backend: &'static str) -> usize {
     let mut kinds = run_tools(&corpus, &checker, &attacks::tool_attempts(&corpus)).await;
     kinds.extend(run_tools(&corpus, &checker, &[attacks::memory_write()]).await);
     kinds.extend(run_tools(&corpus, &checker, &[attacks::memory_read()]).await);
+    kinds.extend(run_tools(&corpus, &checker, &attacks::skill_addons(&corpus)).await);
+    kinds.extend(run_tools(&corpus, &checker, &attacks::forged_skill_addons()).await);
     kinds.extend(run_echoes(&corpus, &checker).await);
     kinds.extend(run_websocket(&corpus, &checker).await);
     kinds.extend(run_surfaces(&corpus, &checker).await);

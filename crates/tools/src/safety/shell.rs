@@ -10,6 +10,8 @@ pub(crate) struct SimpleCommand {
     pub words: Vec<String>,
     /// Targets of output redirections (`> file`, `>> file`, `&> file`).
     pub output_targets: Vec<String>,
+    /// Files read through input redirections (`< file`).
+    pub input_sources: Vec<String>,
     /// Bodies of here-documents fed to this command.
     pub heredocs: Vec<String>,
     /// True when this command reads the previous command's output through `|`.
@@ -288,7 +290,7 @@ impl<'a> Parser<'a> {
         match self.redirect.take() {
             None => self.current.words.push(word),
             Some(Redirect::Output) => self.current.output_targets.push(word),
-            Some(Redirect::Input) => {}
+            Some(Redirect::Input) => self.current.input_sources.push(word),
             Some(Redirect::HereDocument { strip_tabs }) => self.here_documents.push(PendingHereDocument {
                 delimiter: word,
                 strip_tabs,

@@ -110,6 +110,9 @@ const CASES: &[(&str, Option<&str>)] = &[
     ("export", Some("environment dump")),
     ("cat /proc/self/environ", Some("environment dump")),
     ("cat /proc/1/environ | tr '\\0' '\\n'", Some("environment dump")),
+    // Regression: an input redirection read the file past the rule.
+    ("tr '\\0' '\\n' < /proc/4242/environ", Some("environment dump")),
+    ("while read line; do echo $line; done </proc/self/environ", Some("environment dump")),
 ];
 
 #[test]

@@ -155,3 +155,18 @@ async fn a_reply_hook_rewrites_or_withholds_the_final_answer() {
     let (_, _, outcome) = run_turn_with(hooks, "go").await;
     assert_eq!(outcome.reply, "The reply was withheld: it names a person");
 }
+
+#[tokio::test]
+async fn a_reply_hook_holds_the_stream_and_readers_get_only_what_it_decided() {
+    let provider = FakeProvider::new(vec![Step::StreamPieces(vec!["The secret ", "plan is ", "ready."])]);
+    let hooks = Arc::new(FixedHooks::on(HookEvent::BeforeReply, HookVerdict::Rewrite("Plan ready.".into())));
+    let (agent, _) = agent(provider, ToolRegistry::new(), 5);
+    let agent = agent.with_hooks(vec![hooks.clone()]);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    let events = super::Streamed::default();
+    let outcome = agent.run_turn(&mut session, "status?", &events, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.reply, "Plan ready.");
+    let deltas = events.deltas.lock().unwrap().clone();
+    assert_eq!(deltas, ["Plan ready."], "nothing streamed before the hook decided: {deltas:?}");
+    assert_eq!(seen_of(&hooks, HookEvent::BeforeReply)[0].text.as_deref(), Some("The secret plan is ready."));
+}

@@ -35,6 +35,11 @@ pub(crate) struct Fixture {
 
 /// A runner whose model answers from `script`.
 pub(crate) fn fixture(script: Vec<Step>) -> Fixture {
+    fixture_with_hooks(script, Vec::new())
+}
+
+/// [`fixture`] whose agent runs `hooks`.
+fn fixture_with_hooks(script: Vec<Step>, hooks: Vec<Arc<dyn crate::hooks::Hook>>) -> Fixture {
     let sessions = Arc::new(MemorySessionStore::new());
     let settings = AgentSettings {
         model: "fake/model".into(),
@@ -56,7 +61,8 @@ pub(crate) fn fixture(script: Vec<Step>) -> Fixture {
         Arc::new(MemoryWorkspace::new()),
         Arc::new(clock),
         settings,
-    );
+    )
+    .with_hooks(hooks);
     Fixture { runner: Runner::new(Arc::new(agent), EventHub::new()), sessions, model }
 }
 
@@ -178,6 +184,32 @@ async fn heartbeat_ok_is_silent_and_an_alert_is_delivered_under_the_jobs_name() 
     let run_session = format!("job:disk-id:{NOW_MS}");
     let entry = index.entry(&run_session).expect("the run's session is indexed");
     assert_eq!((entry.job_id.as_deref(), entry.context.as_str()), (Some("disk-id"), "owner"));
+}
+
+#[tokio::test]
+async fn hooks_hear_of_every_job_run_and_how_it_ended() {
+    use crate::hooks::{HookEvent, HookVerdict, fake::FixedHooks};
+    let hooks = Arc::new(FixedHooks::new(HookVerdict::Allow));
+    let fixture = fixture_with_hooks(vec![text("Backups are fine.")], vec![hooks.clone()]);
+    let runner = JobRunner::new(fixture.runner.clone(), None, delivery(None, &[]));
+    runner.execute(&job(JobKind::User, "backups", None, ContextMode::Silent), RunTrigger::Manual).await.unwrap();
+    let runs = || -> Vec<crate::hooks::HookInput> {
+        hooks.observed.lock().unwrap().iter().filter(|input| input.event == HookEvent::JobRun).cloned().collect()
+    };
+    for _ in 0..100 {
+        if !runs().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let runs = runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        (runs[0].detail["job"].as_str(), runs[0].detail["name"].as_str()),
+        (Some("backups-id"), Some("backups"))
+    );
+    assert_eq!((runs[0].detail["trigger"].as_str(), runs[0].detail["ok"].as_bool()), (Some("manual"), Some(true)));
+    assert_eq!(runs[0].context, "owner");
 }
 
 #[tokio::test]

@@ -200,6 +200,8 @@ async fn a_users_exec_waits_for_another_admin_and_runs_once_with_the_arguments_s
     let told = Told::default();
     let approvals = fixture.approvals.clone();
     let people = fixture.people.clone();
+    let hooks = Arc::new(crate::hooks::fake::FixedHooks::new(crate::hooks::HookVerdict::Allow));
+    people.set_hooks(Arc::new(crate::hooks::HookBus::new(vec![hooks.clone()])));
     let ann = fixture.actor("ann");
     let admin = tokio::spawn(async move {
         let request = loop {
@@ -240,6 +242,20 @@ async fn a_users_exec_waits_for_another_admin_and_runs_once_with_the_arguments_s
         ]
     );
     assert_eq!(verify_log(KEY, fixture.audit.as_ref()), Ok(5));
+    // The configured hooks heard of the one decision taken (not of the refused tries).
+    for _ in 0..100 {
+        if !hooks.observed.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let observed = hooks.observed.lock().unwrap().clone();
+    assert_eq!(observed.len(), 1, "{observed:?}");
+    assert_eq!(observed[0].event, crate::hooks::HookEvent::ApprovalDecided);
+    assert_eq!((observed[0].tool.as_str(), observed[0].user.as_deref()), ("exec", Some("bob")));
+    assert_eq!(observed[0].detail["id"], id.as_str());
+    assert_eq!(observed[0].detail["status"], "approved");
+    assert_eq!(observed[0].detail["by"], "ann");
 }
 
 fn bob_actor() -> Actor {

@@ -208,15 +208,53 @@ fn others(corpus: &Corpus) -> Vec<Attempt> {
     ]
 }
 
+/// A skill's `addons.env` secret: an installed skill read in the turn gets it for the
+/// turn's commands and what they print is redacted. The read comes first in the turn (it
+/// changes nothing, so it runs before the command).
+pub(super) fn skill_addons(corpus: &Corpus) -> Vec<Attempt> {
+    let home = corpus.home.path().display().to_string();
+    vec![
+        attempt(
+            "addon-read-installed-skill",
+            "read_file",
+            json!({ "path": format!("{home}/skills/addon-echo/SKILL.md") }),
+            vec![Expect::Says("ADDON_TOKEN".into())],
+        ),
+        exec(
+            "addon-echo-installed-skill",
+            format!("sh {home}/skills/addon-echo/scripts/echo.sh"),
+            vec![Expect::Says("addon-set".into()), Expect::Redacted("configured_secret")],
+        ),
+    ]
+}
+
+/// The same secret asked for by a workspace skill (which the model could have written),
+/// read and run in a turn of its own: it never gets it.
+pub(super) fn forged_skill_addons() -> Vec<Attempt> {
+    vec![
+        attempt(
+            "addon-read-workspace-skill",
+            "read_file",
+            json!({ "path": "skills/env-report/SKILL.md" }),
+            vec![Expect::Says("ADDON_TOKEN".into())],
+        ),
+        exec(
+            "addon-forged-workspace-skill",
+            "sh skills/env-report/scripts/echo.sh".into(),
+            vec![Expect::Says("addon-unset".into())],
+        ),
+    ]
+}
+
 /// The memory write of a secret, then its read (two turns: the read must find the write).
-// LEAK: memory_save stores the secret as written; the recall the model reads is redacted,
-// but `squidbot memory list` prints it (the `cli-memory-list` check fails on purpose).
+/// Memory redacts before it stores, so neither the recall nor `squidbot memory list` can
+/// give the secret back.
 pub(super) fn memory_write() -> Attempt {
     attempt(
         "memory-write-secret",
         "memory_save",
         json!({"content": format!("the provider key is {PROVIDER_KEY}")}),
-        vec![],
+        vec![Expect::Says("were redacted before it was stored".into())],
     )
 }
 

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use serde_json::{Value, json};
 use squidbot_testkit::ScriptedLlm;
 
-use super::{CONFIG_MARKER, ENV_SECRET, MCP_VALUE, OPENAI_ENV, PROVIDER_KEY, SHAPED, SPARE};
+use super::{ADDON_VALUE, CONFIG_MARKER, ENV_SECRET, MCP_VALUE, OPENAI_ENV, PROVIDER_KEY, SHAPED, SPARE};
 use crate::gateway::{Running, TOKEN, started};
 use crate::harness::Home;
 use crate::secrets::run_with_input;
@@ -96,7 +96,10 @@ print(json.dumps({"decision": "veto", "reason": "hook-probe-ran " + " | ".join(p
 "#;
 
 /// The workspace skill whose script prints its environment.
-const SKILL: &str = "---\nname: env-report\ndescription: Reports the environment the skill's scripts run with.\n---\n\n\
+/// A skill script saying whether it got `ADDON_TOKEN`, then printing it.
+const ADDON_SCRIPT: &str = "#!/bin/sh\nif test -n \"$ADDON_TOKEN\"; then echo addon-set; else echo addon-unset; fi\necho \"token=$ADDON_TOKEN\"\n";
+
+const SKILL: &str = "---\nname: env-report\ndescription: Reports the environment the skill's scripts run with.\naddons:\n  env: [ADDON_TOKEN]\n---\n\n\
                      Run `sh skills/env-report/scripts/report.sh` and read its output.\n";
 
 impl Corpus {
@@ -138,9 +141,19 @@ impl Corpus {
         std::fs::create_dir_all(skill.join("scripts")).unwrap();
         std::fs::write(skill.join("SKILL.md"), SKILL).unwrap();
         std::fs::write(skill.join("scripts/report.sh"), "#!/bin/sh\necho skill-script-ran\nenv\n").unwrap();
-        // TODO(skill addons): once a skill's declared `addons.env` variables reach exec
-        // while it is in use, add the addon-echo attempt here: declare an addon variable
-        // whose value is `secret:…` and check the script's printed environment is redacted.
+        // An installed skill declaring a vault secret in `addons.env`: its script gets it,
+        // and prints it (redacted). The workspace skill above asks for it too, and never
+        // gets it: the model can write workspace skills.
+        run_with_input(&home, &["secrets", "set", "ADDON_TOKEN"], &format!("{ADDON_VALUE}\n")).await.success();
+        let addon = home.path().join("skills/addon-echo");
+        std::fs::create_dir_all(addon.join("scripts")).unwrap();
+        std::fs::write(
+            addon.join("SKILL.md"),
+            "---\nname: addon-echo\ndescription: Echoes its token.\naddons:\n  env: [ADDON_TOKEN]\n---\n\nRun scripts/echo.sh.\n",
+        )
+        .unwrap();
+        std::fs::write(addon.join("scripts/echo.sh"), ADDON_SCRIPT).unwrap();
+        std::fs::write(skill.join("scripts/echo.sh"), ADDON_SCRIPT).unwrap();
 
         let mut command = home.command(&["gateway", "--port", "0"]);
         command.env("LEAK_CORPUS_DB_PASSWORD", ENV_SECRET).env("OPENAI_API_KEY", OPENAI_ENV);
