@@ -10,10 +10,12 @@
 //! (`startup,relay,load,floor`),
 //! `GATEWAY_BENCH_HOLD_SECS` (keep the loaded gateway running that long, to attach a
 //! profiler), `GATEWAY_BENCH_SOAK_SESSIONS` (100000) and `GATEWAY_BENCH_SOAK_TURNS` (10000)
-//! for the `soak` phase (not in the default phases: it runs for many minutes), `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds;
+//! for the `soak` phase (not in the default phases: it runs for many minutes), the
+//! `leakscan` phase (the relay with an empty vault against one of 100 values), `SQUIDBOT_BIN` and `SQUIDBOT_SCRIPTED_LLM` to measure other builds;
 //! `MALLOC_ARENA_MAX` and `RUST_LOG` are passed on to the gateway.
 
 mod client;
+mod leak_scan;
 mod load;
 mod null_gateway;
 mod processes;
@@ -107,6 +109,9 @@ fn run() -> Result<()> {
     if settings.runs("relay") {
         runtime.block_on(relay_phase(&settings, work.path()))?;
     }
+    if settings.runs("leakscan") {
+        runtime.block_on(leak_scan_phase(&settings, work.path()))?;
+    }
     if settings.runs("load") {
         open_files_suffice(settings.clients)?;
         runtime.block_on(load_phase(&settings, work.path()))?;
@@ -194,6 +199,20 @@ async fn relay_phase(settings: &Settings, work: &std::path::Path) -> Result<()> 
     report_problems("provider", &work.join("provider-relay.log"));
     drop(gateway);
     Ok(())
+}
+
+/// The streaming relay with an empty vault against one holding 100 values.
+async fn leak_scan_phase(settings: &Settings, work: &std::path::Path) -> Result<()> {
+    let options = relay::provider_options();
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let provider = scripted_llm(&options, &work.join("provider-leakscan.log"))?;
+    println!(
+        "\n## leak scan with {} vault values: relay per token ({} rounds of {} replies each way)",
+        leak_scan::VAULT_VALUES,
+        5,
+        settings.relay_requests
+    );
+    leak_scan::measure(&provider, 5, settings.relay_requests).await
 }
 
 /// The resident memory of a gateway that has started and done nothing, alone (the load

@@ -149,20 +149,7 @@ async fn run_on(home: &Home, bus: Option<&SessionBus>, arguments: &[&str], input
     if let Some(bus) = bus {
         command.envs(bus.environment());
     }
-    command.stdin(Stdio::piped());
-    let mut child = command.spawn().expect("spawn squidbot");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input.as_bytes()).await.expect("write stdin");
-    drop(stdin);
-    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("squidbot did not finish within 60 s")
-        .expect("wait for squidbot");
-    Run {
-        status: output.status,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    crate::secrets::run_command_with_input(command, input).await
 }
 
 fn keyring_config(server: &ScriptedLlm) -> String {

@@ -10,7 +10,11 @@ use crate::harness::{Home, KEY, Run};
 
 /// Runs the binary with `input` on standard input.
 pub async fn run_with_input(home: &Home, arguments: &[&str], input: &str) -> Run {
-    let mut command = home.command(arguments);
+    run_command_with_input(home.command(arguments), input).await
+}
+
+/// Runs `command` (the binary, set up) with `input` on standard input.
+pub async fn run_command_with_input(mut command: tokio::process::Command, input: &str) -> Run {
     command.stdin(Stdio::piped());
     let mut child = command.spawn().expect("spawn squidbot");
     let mut stdin = child.stdin.take().expect("stdin");
