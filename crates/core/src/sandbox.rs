@@ -30,6 +30,11 @@ pub struct Grants {
     pub read_write: Vec<PathBuf>,
     /// Whether the command may open network connections.
     pub network: NetworkGrant,
+    /// No process-count limit (joining a per-command cgroup, or counting the user's
+    /// processes for `RLIMIT_NPROC`, costs milliseconds): for the operator's own short
+    /// programs with a hard timeout whose whole process group is killed at its end
+    /// (hooks). Files, network and the other limits stay as they are.
+    pub quick_start: bool,
 }
 
 /// Network access of one command.

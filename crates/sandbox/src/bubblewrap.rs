@@ -174,6 +174,7 @@ mod tests {
             cgroup: None,
             bwrap: None,
             report: false,
+            rules: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// Access to one path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Access {
     /// Read and execute.
     ReadOnly,

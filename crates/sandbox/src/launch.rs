@@ -60,4 +60,9 @@ pub struct Launch {
     pub bwrap: Option<PathBuf>,
     /// Print what was enforced on standard output before running the command (probes).
     pub report: bool,
+    /// The landlock rules, worked out by the caller (which keeps the expansion of the
+    /// shared roots from one command to the next); absent: the helper works them out
+    /// from the paths above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<(PathBuf, crate::grants::Access)>>,
 }

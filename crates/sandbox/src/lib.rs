@@ -140,13 +140,16 @@ pub struct LinuxSandbox {
     settings: SandboxSettings,
     paths: ResolvedPaths,
     selection: OnceLock<(Selection, ProcessLimit)>,
+    /// The landlock rules of the policy's own roots, expanded once (walking the roots
+    /// that hold hidden paths costs a command milliseconds).
+    base_rules: OnceLock<Vec<(PathBuf, grants::Access)>>,
 }
 
 impl LinuxSandbox {
     /// A sandbox for `settings`; the backend is probed on first use.
     pub fn new(settings: SandboxSettings) -> Self {
         let paths = settings.resolve();
-        Self { settings, paths, selection: OnceLock::new() }
+        Self { settings, paths, selection: OnceLock::new(), base_rules: OnceLock::new() }
     }
 
     /// Probes every confining backend (even when one is configured) and reports.
@@ -264,6 +267,8 @@ impl LinuxSandbox {
         request: SandboxRequest<'_>,
     ) -> Result<SandboxedCommand, SandboxError> {
         let config = &self.settings.config;
+        let unlimited = ProcessLimit::Unenforced("a quick start was asked for".to_owned());
+        let process_limit = if request.grants.quick_start { &unlimited } else { process_limit };
         let cgroup = match process_limit {
             ProcessLimit::Cgroup(hierarchy) => {
                 Some(hierarchy.create(config.max_processes.max(1)).map_err(SandboxError::Setup)?)
@@ -279,6 +284,17 @@ impl LinuxSandbox {
             Confiner::Bubblewrap => None,
         };
         let grants = request.grants;
+        let rules = (confiner == Confiner::Landlock).then(|| {
+            let mut rules = self
+                .base_rules
+                .get_or_init(|| grants::rules(&self.paths.read_only, &self.paths.read_write, &self.paths.hidden))
+                .clone();
+            let mut writable = grants.read_write.clone();
+            writable.push(request.workspace.to_path_buf());
+            writable.extend(private_tmp.as_ref().map(|directory| directory.path().to_path_buf()));
+            rules.extend(grants::rules(&grants.read_only, &writable, &self.paths.hidden));
+            rules
+        });
         let mut read_only = self.paths.read_only.clone();
         read_only.extend(grants.read_only);
         let mut read_write = self.paths.read_write.clone();
@@ -296,6 +312,7 @@ impl LinuxSandbox {
             cgroup: cgroup.as_ref().map(|group| group.directory().to_path_buf()),
             bwrap,
             report: false,
+            rules,
         };
         let description = serde_json::to_string(&launch)
             .map_err(|error| SandboxError::Setup(format!("can't describe the command: {error}")))?;

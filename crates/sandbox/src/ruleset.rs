@@ -52,10 +52,16 @@ pub fn restrict(launch: &Launch) -> Result<Enforced, RulesetFailure> {
     }
     ruleset = ruleset.scope(Scope::from_all(NEWEST)).map_err(failed)?;
     let mut created = ruleset.create().map_err(failed)?;
-    let mut read_write = launch.read_write.clone();
-    read_write.push(launch.workspace.clone());
-    read_write.extend(launch.private_tmp.clone());
-    for (path, access) in grants::rules(&launch.read_only, &read_write, &launch.hidden) {
+    let rules = match &launch.rules {
+        Some(rules) => rules.clone(),
+        None => {
+            let mut read_write = launch.read_write.clone();
+            read_write.push(launch.workspace.clone());
+            read_write.extend(launch.private_tmp.clone());
+            grants::rules(&launch.read_only, &read_write, &launch.hidden)
+        }
+    };
+    for (path, access) in rules {
         let Ok(descriptor) = PathFd::new(&path) else {
             continue;
         };

@@ -417,6 +417,7 @@ async fn grants_open_only_what_they_name(backend: SandboxBackend) {
         read_only: vec![readable.clone(), source.clone()],
         read_write: vec![writable.clone()],
         network: NetworkGrant::Policy,
+        quick_start: false,
     };
 
     let (output, ok) = fixture.run_granted(&format!("cat {}/file.txt", quoted(&readable)), grants());

@@ -254,7 +254,9 @@ async fn run_confined(
 ) -> Result<Vec<u8>, HookFailure> {
     let setup = |error: std::io::Error| HookFailure::Spawn(error.to_string());
     let directory = tempfile::Builder::new().prefix("squidbot-hook-").tempdir().map_err(setup)?;
-    let command_line = hook.command.iter().map(|word| shell_quote(word)).collect::<Vec<_>>().join(" ");
+    // `exec`: the shell becomes the hook instead of forking it.
+    let words = hook.command.iter().map(|word| shell_quote(word)).collect::<Vec<_>>().join(" ");
+    let command_line = format!("exec {words}");
     let request = SandboxRequest {
         command: &command_line,
         workspace: directory.path(),
@@ -263,6 +265,7 @@ async fn run_confined(
             read_only: program_directory(hook),
             read_write: hook.write.clone(),
             network: NetworkGrant::Denied,
+            quick_start: true,
         },
     };
     let wrapped = sandbox.wrap(request).map_err(|error| HookFailure::Spawn(error.to_string()))?;

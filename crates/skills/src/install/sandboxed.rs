@@ -178,6 +178,7 @@ impl InstallIsolation for SandboxedInstall {
             read_only: repository.local.iter().cloned().collect(),
             read_write: Vec::new(),
             network: if repository.remote { NetworkGrant::Allowed } else { NetworkGrant::Denied },
+            quick_start: false,
         };
         let finished = self
             .run(&command.join(" "), workspace, grants, timeout, 0)
@@ -197,6 +198,7 @@ impl InstallIsolation for SandboxedInstall {
             read_only: vec![self.program.clone(), directory.to_path_buf()],
             read_write: Vec::new(),
             network: NetworkGrant::Denied,
+            quick_start: false,
         };
         let finished = self
             .run(&command, scratch, grants, VALIDATE_TIMEOUT, MAX_VERDICT_BYTES)
