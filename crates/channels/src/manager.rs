@@ -99,6 +99,9 @@ pub struct ChannelManager {
     attachments: Arc<dyn AttachmentStore>,
     random: Mutex<Box<dyn RandomSource>>,
     settings: ManagerSettings,
+    /// The models `/model` may choose from (the configured ones); empty: `/model` only
+    /// names the one in use.
+    models: Vec<String>,
     health: HealthBook,
     dedup: Mutex<Deduplicator>,
     destinations: Mutex<HashMap<String, Destination>>,
@@ -147,6 +150,7 @@ impl ChannelManager {
             attachments,
             random: Mutex::new(random),
             settings,
+            models: Vec::new(),
             health,
             dedup: Mutex::new(Deduplicator::new(DEFAULT_REMEMBERED_IDS)),
             destinations: Mutex::new(HashMap::new()),
@@ -155,6 +159,12 @@ impl ChannelManager {
             started: Instant::now(),
             tracker: TaskTracker::new(),
         }
+    }
+
+    /// The same manager letting `/model` choose from `models` (the configured ones).
+    pub fn with_models(mut self, models: Vec<String>) -> Self {
+        self.models = models;
+        self
     }
 
     /// The channels' names, in configuration order.

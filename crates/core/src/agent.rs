@@ -301,6 +301,11 @@ impl Agent {
         self.with_built_in_hooks()
     }
 
+    /// The scanner that knows the configured secrets (exports pass it too).
+    pub fn leak_scanner(&self) -> &LeakScanner {
+        &self.leaks
+    }
+
     /// Adds per-context prompt sections (memory.md, bulletin).
     pub fn with_sections(mut self, sections: Arc<dyn PromptSections>) -> Self {
         self.sections = Some(sections);

@@ -4,6 +4,7 @@
 //! running turns on shutdown. Results of background sub-agents are appended to their
 //! session and published as soon as the session is free.
 
+mod branches;
 mod open;
 
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ use crate::sync::lock;
 use crate::tool::SharedFile;
 use squidbot_types::people::Actor;
 
+pub use branches::TreeError;
 pub use open::OpenSessionLimits;
 use open::OpenSessions;
 

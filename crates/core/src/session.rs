@@ -10,6 +10,9 @@ use squidbot_types::session::{EntryBody, MessageRole, SessionEntry, SessionHeade
 use crate::ids;
 use crate::store::LoadedSession;
 
+pub mod branches;
+pub mod export;
+
 /// Text given to the model for a tool call whose result was never recorded
 /// (the turn was interrupted between the call and its result).
 pub const MISSING_RESULT: &str = "interrupted: no result was recorded for this call";
@@ -25,20 +28,40 @@ pub struct Session {
     leaf: Option<String>,
     persisted: bool,
     partial: bool,
+    /// The model someone chose for this session (`/model`), instead of the agent's; kept
+    /// while the session is open, recorded as a model change by the next turn.
+    chosen_model: Option<String>,
 }
 
 impl Session {
     /// A brand-new session that is not on disk yet.
     pub fn new(header: SessionHeader) -> Self {
-        Self { header, entries: Vec::new(), index: HashMap::new(), leaf: None, persisted: false, partial: false }
+        Self {
+            header,
+            entries: Vec::new(),
+            index: HashMap::new(),
+            leaf: None,
+            persisted: false,
+            partial: false,
+            chosen_model: None,
+        }
     }
 
-    /// A session read from the store; the active leaf is the last entry written.
+    /// A session read from the store; the active leaf is the last entry written, or where
+    /// a later leaf line moved it (an unknown target leaves it at the last entry).
     pub fn from_loaded(loaded: LoadedSession) -> Self {
         let mut session = Self::new(loaded.header);
         session.persisted = true;
         for entry in loaded.entries {
             session.insert(entry);
+        }
+        if let Some(line) = loaded.moved_leaf {
+            match line.leaf {
+                Some(leaf) => {
+                    session.checkout(&leaf);
+                }
+                None => session.start_new_branch(),
+            }
         }
         session
     }
@@ -194,6 +217,17 @@ impl Session {
     /// True when the active branch holds no user or assistant message yet.
     pub fn branch_is_empty(&self) -> bool {
         !self.active_path().iter().any(|entry| matches!(entry.body, EntryBody::Message { .. }))
+    }
+
+    /// The model chosen for this session with `/model`, if any (turns use it instead of
+    /// the agent's own).
+    pub fn chosen_model(&self) -> Option<&str> {
+        self.chosen_model.as_deref()
+    }
+
+    /// Chooses the model the next turns use; `None` goes back to the agent's.
+    pub fn choose_model(&mut self, model: Option<String>) {
+        self.chosen_model = model;
     }
 
     /// The model most recently chosen for this branch (last `model_change`).
@@ -382,6 +416,7 @@ mod tests {
         let loaded = LoadedSession {
             header: header(),
             entries: vec![entry("a", "c", "one"), entry("b", "a", "two"), entry("c", "b", "three")],
+            moved_leaf: None,
             warnings: Vec::new(),
         };
         let session = Session::from_loaded(loaded);

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use squidbot_types::session::{SessionEntry, SessionHeader};
+use squidbot_types::session::{LeafLine, SessionEntry, SessionHeader};
 
 use crate::BoxFuture;
 
@@ -56,6 +56,9 @@ pub struct LoadedSession {
     pub header: SessionHeader,
     /// Every readable entry in file order.
     pub entries: Vec<SessionEntry>,
+    /// The last leaf line, when it comes after the last entry: the active leaf was moved
+    /// there (a branch switch or fork) after the last entry was written.
+    pub moved_leaf: Option<LeafLine>,
     /// Lines that could not be read (a torn last line after a crash, hand edits), each
     /// described; they are skipped, never fatal.
     pub warnings: Vec<String>,
@@ -109,6 +112,13 @@ pub trait SessionStore: Send + Sync {
         entries: &'a [SessionEntry],
         durability: Durability,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    /// Records that the active leaf moved (a branch switch or a fork) without adding an
+    /// entry, durably when this returns; the next load starts from there.
+    fn move_leaf<'a>(
+        &'a self,
+        key: &'a str,
+        line: &'a LeafLine,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
     /// Lists every session, most recently updated first.
     fn list(&self) -> impl Future<Output = Result<Vec<SessionSummary>, StoreError>> + Send + '_;
     /// Deletes a session and everything stored with it; `Ok(false)` when there was none.
@@ -128,6 +138,8 @@ pub trait DynSessionStore: Send + Sync {
         entries: &'a [SessionEntry],
         durability: Durability,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// See [`SessionStore::move_leaf`].
+    fn move_leaf_boxed<'a>(&'a self, key: &'a str, line: &'a LeafLine) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`SessionStore::list`].
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
     /// See [`SessionStore::remove`].
@@ -152,6 +164,10 @@ impl<T: SessionStore> DynSessionStore for T {
         Box::pin(self.append(key, entries, durability))
     }
 
+    fn move_leaf_boxed<'a>(&'a self, key: &'a str, line: &'a LeafLine) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.move_leaf(key, line))
+    }
+
     fn list_boxed(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>> {
         Box::pin(self.list())
     }
@@ -163,3 +179,4 @@ impl<T: SessionStore> DynSessionStore for T {
 
 pub mod index;
 pub mod memory;
+pub mod search;

@@ -82,6 +82,9 @@ pub struct Services {
     /// When a user's gateway token was made (`None`: they have none), for `users.list`
     /// (the directory port does not say).
     pub token_issued: Option<TokenIssued>,
+    /// Full-text search over the transcripts, for `sessions.search` (`UNAVAILABLE`
+    /// without it).
+    pub session_search: Option<Arc<dyn squidbot_core::store::search::DynSessionSearch>>,
 }
 
 /// When user `id`'s gateway token was made (ms since the Unix epoch), `None` without one.

@@ -1,4 +1,4 @@
-//! The embedded web UI: one page and its script and stylesheet, compiled into the binary.
+//! The embedded web UI: one page and its scripts and stylesheet, compiled into the binary.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -6,6 +6,8 @@ use axum::response::{IntoResponse, Response};
 
 const INDEX_HTML: &str = include_str!("../ui/index.html");
 const APP_JS: &str = include_str!("../ui/app.js");
+const MARKDOWN_JS: &str = include_str!("../ui/markdown.js");
+const CARDS_JS: &str = include_str!("../ui/cards.js");
 const APP_CSS: &str = include_str!("../ui/app.css");
 
 /// Only our own files may load, and the page may only talk to its own origin (the
@@ -19,10 +21,12 @@ pub async fn index() -> Response {
     embedded(INDEX_HTML, "text/html; charset=utf-8")
 }
 
-/// `GET /ui/{name}`: the page's script and stylesheet; anything else is 404.
+/// `GET /ui/{name}`: the page's scripts and stylesheet; anything else is 404.
 pub async fn asset(Path(name): Path<String>) -> Response {
     match name.as_str() {
         "app.js" => embedded(APP_JS, "text/javascript; charset=utf-8"),
+        "markdown.js" => embedded(MARKDOWN_JS, "text/javascript; charset=utf-8"),
+        "cards.js" => embedded(CARDS_JS, "text/javascript; charset=utf-8"),
         "app.css" => embedded(APP_CSS, "text/css; charset=utf-8"),
         _ => StatusCode::NOT_FOUND.into_response(),
     }
@@ -70,14 +74,20 @@ mod tests {
         assert_eq!(header_value(&response, header::CONTENT_TYPE), "text/html; charset=utf-8");
         assert_hardened(&response);
         let html = body_text(response).await;
-        assert!(html.contains(r#"<script src="/ui/app.js" defer></script>"#));
+        // In this order: app.js uses what markdown.js and cards.js define.
+        let scripts: Vec<usize> = ["markdown.js", "cards.js", "app.js"]
+            .iter()
+            .map(|name| html.find(&format!(r#"<script src="/ui/{name}" defer></script>"#)).unwrap())
+            .collect();
+        assert!(scripts.is_sorted(), "{scripts:?}");
         assert!(html.contains(r#"<link rel="stylesheet" href="/ui/app.css">"#));
     }
 
     #[tokio::test]
     async fn index_has_no_inline_script_or_style() {
         let html = body_text(index().await).await;
-        assert_eq!(html.matches("<script").count(), 1, "only the external script");
+        assert_eq!(html.matches("<script").count(), 3, "only the external scripts");
+        assert_eq!(html.matches("<script src=").count(), 3, "only the external scripts");
         assert!(!html.contains("<style"));
         assert!(!html.contains(" style="));
         assert!(!html.contains(" onclick=") && !html.contains(" onload="));
@@ -90,6 +100,12 @@ mod tests {
         assert_eq!(header_value(&script, header::CONTENT_TYPE), "text/javascript; charset=utf-8");
         assert_hardened(&script);
         assert_eq!(body_text(script).await, APP_JS);
+        for (name, body) in [("markdown.js", MARKDOWN_JS), ("cards.js", CARDS_JS)] {
+            let script = asset(Path(name.to_owned())).await;
+            assert_eq!(header_value(&script, header::CONTENT_TYPE), "text/javascript; charset=utf-8");
+            assert_hardened(&script);
+            assert_eq!(body_text(script).await, body);
+        }
 
         let stylesheet = asset(Path("app.css".to_owned())).await;
         assert_eq!(stylesheet.status(), StatusCode::OK);
@@ -107,9 +123,29 @@ mod tests {
     }
 
     #[test]
-    fn script_never_parses_server_data_as_markup() {
-        for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("] {
-            assert!(!APP_JS.contains(sink), "app.js uses {sink}");
+    fn scripts_never_parse_server_data_as_markup() {
+        let sinks = [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "DOMParser",
+            "createContextualFragment",
+        ];
+        for (name, script) in [("app.js", APP_JS), ("markdown.js", MARKDOWN_JS), ("cards.js", CARDS_JS)] {
+            for sink in sinks {
+                assert!(!script.contains(sink), "{name} uses {sink}");
+            }
         }
+    }
+
+    #[test]
+    fn markdown_never_names_an_active_or_loading_tag() {
+        // Its allowlist is the only place tags come from; images stay links.
+        for tag in ["'img'", "'script'", "'iframe'", "'svg'", "'style'", "'object'", "'embed'", "'form'"] {
+            assert!(!MARKDOWN_JS.contains(tag), "markdown.js names {tag}");
+        }
+        assert!(MARKDOWN_JS.contains("rel: 'noopener noreferrer'"));
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod methods;
 mod outbox;
 pub(crate) mod params;
 mod people;
+mod session_tree;
 mod sessions;
 mod translate;
 mod workers;

@@ -54,19 +54,32 @@ function formatDuration(milliseconds) {
   return parts.join(' ');
 }
 
-// Message content is either a string or a list of typed parts.
+const THINKING_PARTS = new Set(['thinking', 'reasoning']);
+
+// Message content is either a string or a list of typed parts; thinking parts are not text.
 function contentText(content) {
   if (content === undefined || content === null) return '';
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content.map((part) => {
       if (typeof part === 'string') return part;
+      if (part && THINKING_PARTS.has(part.type)) return '';
       if (part && typeof part.text === 'string') return part.text;
       return part && part.type ? '[' + part.type + ']' : '';
     }).join('');
   }
   if (typeof content.text === 'string') return content.text;
   return JSON.stringify(content);
+}
+
+// A message's reasoning: a `thinking` field or thinking parts of its content. The gateway
+// sends none today; the page is ready for providers that share it.
+function messageThinking(message) {
+  if (!message) return '';
+  if (typeof message.thinking === 'string') return message.thinking;
+  if (!Array.isArray(message.content)) return '';
+  return message.content.filter((part) => part && THINKING_PARTS.has(part.type))
+    .map((part) => part.thinking ?? part.text ?? '').join('');
 }
 
 function usageText(usage) {
@@ -359,7 +372,16 @@ const chat = {
   sending: false,
   historyLoading: false,
   historyToken: 0,
+  workers: { timer: null, unavailable: false },
+  // Runs whose tool results are being fetched.
+  filling: new Set(),
 };
+
+// Streamed replies re-render at most this often; each render rebuilds only the last block.
+const RENDER_INTERVAL_MS = 40;
+const WORKERS_REFRESH_MS = 2000;
+// The Markdown source of each assistant bubble.
+const replyTexts = new WeakMap();
 
 function updateChatControls() {
   const busy = chat.sending || chat.running.size > 0;
@@ -374,13 +396,46 @@ function scrollLog() {
   log.scrollTop = log.scrollHeight;
 }
 
-function addMessage(role, text) {
+// A chat bubble: the user's text as typed, the assistant's rendered from Markdown.
+function messageBubble(role, text) {
+  const assistant = role === 'assistant';
   const bubble = h('div', { class: 'msg ' + role, 'data-testid': 'chat-message', 'data-role': role },
     h('div', { class: 'msg-role' }, role),
-    h('div', { class: 'msg-text' }, text));
+    h('div', { class: 'msg-text' + (assistant ? ' md' : '') }, assistant ? '' : text));
+  if (assistant) {
+    replyTexts.set(bubble, text);
+    renderReplyNow(bubble);
+  }
+  return bubble;
+}
+
+function addMessage(role, text) {
+  const bubble = messageBubble(role, text);
   $('chat-log').append(bubble);
   scrollLog();
   return bubble;
+}
+
+function renderReplyNow(bubble) {
+  clearTimeout(bubble.renderTimer);
+  bubble.renderTimer = null;
+  squidMarkdown.renderInto(bubble.querySelector('.msg-text'), replyTexts.get(bubble) || '');
+}
+
+function renderReplySoon(bubble) {
+  if (bubble.renderTimer) return;
+  bubble.renderTimer = setTimeout(() => { renderReplyNow(bubble); scrollLog(); }, RENDER_INTERVAL_MS);
+}
+
+function showThinking(bubble, text) {
+  let block = bubble.querySelector('.thinking');
+  if (!text && !block) return;
+  if (!block) {
+    block = squidCards.thinkingBlock(text);
+    bubble.querySelector('.msg-text').before(block);
+  } else {
+    squidCards.updateThinking(block, text);
+  }
 }
 
 function setMeta(bubble, text) {
@@ -405,14 +460,13 @@ function setRunning(runId, running) {
   if (running) chat.running.add(runId); else chat.running.delete(runId);
   if (!running) {
     // A run that ended mid-tool (stopped, failed) never reports the tool's result.
-    for (const line of chat.tools.values()) {
-      if (line.dataset.runId === runId && line.dataset.state === 'running') {
-        line.dataset.state = 'stopped';
-        line.textContent = '⚙ ' + line.dataset.tool + ' stopped';
-      }
+    for (const card of chat.tools.values()) {
+      if (card.dataset.runId === runId && card.dataset.state === 'running') squidCards.setToolState(card, 'stopped');
     }
+    fillToolResults(runId, 3);
   }
   updateChatControls();
+  if (running) watchWorkers();
 }
 
 // Shows events for the shown session and for runs this page started. While a send is in
@@ -433,27 +487,31 @@ function onAgentEvent(payload) {
 function applyChatEvent(payload) {
   if (!payload.runId) return;
   const bubble = runBubble(payload.runId);
-  const text = bubble.querySelector('.msg-text');
   const full = payload.message ? contentText(payload.message.content) : null;
+  if (payload.message) showThinking(bubble, messageThinking(payload.message));
   switch (payload.state) {
     case 'delta':
-      if (full) text.textContent = full;
-      else if (payload.deltaText) text.textContent += payload.deltaText;
+      if (full) replyTexts.set(bubble, full);
+      else if (payload.deltaText) replyTexts.set(bubble, (replyTexts.get(bubble) || '') + payload.deltaText);
+      renderReplySoon(bubble);
       bubble.dataset.deltas = String(Number(bubble.dataset.deltas) + 1);
       setRunning(payload.runId, true);
       break;
     case 'final':
-      if (full) text.textContent = full;
+      if (full) replyTexts.set(bubble, full);
+      renderReplyNow(bubble);
       bubble.dataset.state = 'final';
       setMeta(bubble, payload.stopReason === 'background' ? 'result of background work' : usageText(payload.usage));
       setRunning(payload.runId, false);
       break;
     case 'aborted':
+      renderReplyNow(bubble);
       bubble.dataset.state = 'aborted';
       setMeta(bubble, 'stopped');
       setRunning(payload.runId, false);
       break;
     case 'error':
+      renderReplyNow(bubble);
       bubble.dataset.state = 'error';
       setMeta(bubble, payload.errorMessage || 'the run failed');
       show($('chat-error'), payload.errorMessage || 'the run failed');
@@ -465,10 +523,6 @@ function applyChatEvent(payload) {
   scrollLog();
 }
 
-function toolLine(text, state) {
-  return h('div', { class: 'tool-line', 'data-testid': 'tool-line', 'data-state': state }, text);
-}
-
 function applyAgentEvent(payload) {
   const data = payload.data || {};
   if (payload.stream === 'lifecycle') {
@@ -477,29 +531,109 @@ function applyAgentEvent(payload) {
     if (data.phase === 'error' && (data.error || data.message)) show($('chat-error'), data.error || data.message);
   } else if (payload.stream === 'tool') {
     const key = payload.runId + '/' + (data.toolCallId || data.name);
-    let line = chat.tools.get(key);
-    if (!line) {
-      line = toolLine('', 'running');
-      line.dataset.tool = data.name || 'tool';
-      line.dataset.runId = payload.runId;
-      chat.tools.set(key, line);
+    let card = chat.tools.get(key);
+    if (!card) {
+      card = squidCards.toolCard({ name: data.name, callId: data.toolCallId, args: data.args });
+      card.dataset.runId = payload.runId;
+      chat.tools.set(key, card);
       // Tool activity sits above the reply it led to.
       const bubble = chat.bubbles.get(payload.runId);
-      if (bubble) bubble.before(line); else $('chat-log').append(line);
+      if (bubble) bubble.before(card); else $('chat-log').append(card);
     }
     if (data.phase === 'start') {
-      line.textContent = '⚙ ' + (data.name || 'tool') + ' running…';
+      squidCards.setToolState(card, 'running');
     } else {
-      line.dataset.state = data.isError ? 'error' : 'done';
-      line.textContent = '⚙ ' + (data.name || 'tool') + (data.isError ? ' failed' : ' done');
+      squidCards.setToolState(card, data.isError ? 'error' : 'ok', data.durationMs);
+      // The gateway's events carry no output (fetched when the run ends); a result here wins.
+      if (data.result !== undefined) squidCards.setToolResult(card, contentText(data.result));
     }
     scrollLog();
+  } else if (payload.stream === 'thinking' || payload.stream === 'reasoning') {
+    const bubble = runBubble(payload.runId);
+    const block = bubble.querySelector('.thinking');
+    const sofar = block ? block.querySelector('.thinking-text').textContent : '';
+    showThinking(bubble, typeof data.text === 'string' ? data.text : sofar + (data.delta || ''));
   }
+}
+
+// Each tool call's result on the session's active path (all entries while a turn runs), by call id.
+function toolResults(result) {
+  const entries = result.entries || [];
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const path = result.activePath ? result.activePath.map((id) => byId.get(id)).filter(Boolean) : entries;
+  const results = new Map();
+  for (const entry of path) {
+    const body = entry.body || {};
+    if (body.kind === 'tool_result') results.set(body.call_id, { text: body.content || '', isError: Boolean(body.is_error) });
+  }
+  return { path, results };
+}
+
+// Tool events carry no output, so the cards of a finished run read theirs from the session;
+// the stored copy can lag the run's end a little, hence the retries.
+async function fillToolResults(runId, attempts) {
+  const cards = [...chat.tools.values()].filter((card) => card.dataset.runId === runId && card.dataset.callId
+    && !card.dataset.result);
+  if (!cards.length || !connection.authenticated || chat.filling.has(runId)) return;
+  const session = chat.session;
+  chat.filling.add(runId);
+  try {
+    const { results } = toolResults(await request('sessions.get', { key: session }));
+    if (session !== chat.session) return;
+    for (const card of cards) {
+      const output = results.get(card.dataset.callId);
+      if (output) squidCards.setToolResult(card, output.text);
+    }
+  } catch {
+    // The cards keep their status; the Sessions panel shows the results too.
+    return;
+  } finally {
+    chat.filling.delete(runId);
+  }
+  if (attempts > 1 && cards.some((card) => !card.dataset.result)) {
+    setTimeout(() => fillToolResults(runId, attempts - 1), 1000);
+  }
+}
+
+// The running sub-agents of the shown session, polled while a run or a worker is active.
+function watchWorkers() {
+  if (chat.workers.timer || chat.workers.unavailable) return;
+  chat.workers.timer = setTimeout(pollWorkers, 0);
+}
+
+async function pollWorkers() {
+  const session = chat.session;
+  let running = [];
+  try {
+    const result = await request('workers.list', { sessionKey: session });
+    running = (result.workers || []).filter((worker) => worker.state === 'running' || worker.state === 'waiting_for_input');
+  } catch (error) {
+    if (error.code === 'UNAVAILABLE') chat.workers.unavailable = true;
+    chat.workers.timer = null;
+    showWorkers([]);
+    return;
+  }
+  chat.workers.timer = null;
+  if (session !== chat.session) { watchWorkers(); return; }
+  showWorkers(running);
+  if ((running.length || chat.running.size) && connection.authenticated) {
+    chat.workers.timer = setTimeout(pollWorkers, WORKERS_REFRESH_MS);
+  }
+}
+
+function showWorkers(workers) {
+  const list = $('chat-workers');
+  list.replaceChildren(...squidCards.workerItems(workers));
+  list.hidden = !workers.length;
 }
 
 function chatDisconnected() {
   chat.sending = false;
   chat.running.clear();
+  clearTimeout(chat.workers.timer);
+  chat.workers.timer = null;
+  chat.workers.unavailable = false;
+  showWorkers([]);
   for (const bubble of chat.bubbles.values()) {
     if (bubble.dataset.state === 'streaming') { bubble.dataset.state = 'error'; setMeta(bubble, 'connection lost'); }
   }
@@ -511,7 +645,39 @@ function resetChatLog() {
   chat.bubbles.clear();
   chat.tools.clear();
   chat.running.clear();
+  showWorkers([]);
   updateChatControls();
+}
+
+// The transcript as one fragment (a single layout, however long): messages, and the tool
+// calls of the shown turns, each before the message that followed it.
+function historyFragment(messages, session) {
+  const fragment = document.createDocumentFragment();
+  const bubbles = new Map();
+  for (const message of messages) {
+    const bubble = messageBubble(message.role === 'user' ? 'user' : 'assistant', contentText(message.content));
+    if (message.id) { bubble.dataset.entryId = message.id; bubbles.set(message.id, bubble); }
+    if (message.role !== 'user') showThinking(bubble, messageThinking(message));
+    fragment.append(bubble);
+  }
+  if (!session) return fragment;
+  const { path, results } = toolResults(session);
+  let shown = false;
+  let cards = [];
+  for (const entry of path) {
+    const body = entry.body || {};
+    const bubble = bubbles.get(entry.id);
+    shown = shown || Boolean(bubble);
+    if (bubble && cards.length) { bubble.before(...cards); cards = []; }
+    if (!shown || body.kind !== 'tool_call') continue;
+    const output = results.get(body.call_id);
+    const card = squidCards.toolCard({ name: body.name, callId: body.call_id, args: body.arguments,
+      state: output ? (output.isError ? 'error' : 'ok') : 'stopped' });
+    if (output) squidCards.setToolResult(card, output.text);
+    cards.push(card);
+  }
+  fragment.append(...cards);
+  return fragment;
 }
 
 async function loadChatHistory() {
@@ -519,15 +685,16 @@ async function loadChatHistory() {
   chat.historyLoading = true;
   updateChatControls();
   try {
-    const history = await request('chat.history', { sessionKey: chat.session, limit: 200 });
+    // The session's entries add the tool calls; without them (a new session) messages suffice.
+    const [history, session] = await Promise.all([
+      request('chat.history', { sessionKey: chat.session, limit: 200 }),
+      request('sessions.get', { key: chat.session }).catch(() => null),
+    ]);
     if (token !== chat.historyToken) return;
     resetChatLog();
-    for (const message of history.messages || []) {
-      const text = contentText(message.content);
-      if (message.role === 'tool') $('chat-log').append(toolLine('⚙ ' + text, 'done'));
-      else addMessage(message.role === 'user' ? 'user' : 'assistant', text);
-    }
+    $('chat-log').append(historyFragment(history.messages || [], session));
     scrollLog();
+    watchWorkers();
   } catch (error) {
     if (token === chat.historyToken) show($('chat-error'), "can't load history: " + error.message);
   } finally {

@@ -69,13 +69,10 @@ pub fn start(
         entries.push(ChannelEntry { channel: adapter, kind, policy });
     }
     let attachments = Arc::new(SessionFiles::new(environment.paths.sessions()));
-    let manager = Arc::new(ChannelManager::new(
-        runner.clone(),
-        entries,
-        attachments,
-        Box::new(SystemRandom),
-        ManagerSettings::default(),
-    ));
+    let manager = Arc::new(
+        ChannelManager::new(runner.clone(), entries, attachments, Box::new(SystemRandom), ManagerSettings::default())
+            .with_models(configured_models(environment, &runner.agent().settings().model)),
+    );
     if let Some(people) = runner.agent().people() {
         people.set_notifier(Arc::new(squidbot_channels::ChannelNotifier::new(&manager)));
     }
@@ -84,4 +81,17 @@ pub fn start(
     let webhooks = (!webhooks.is_empty()).then(|| Arc::new(webhooks) as Arc<dyn DynWebhookHandler>);
     let done = tokio::spawn(manager.run(shutdown));
     Ok(Some(RunningChannels { services: ChannelServices { list, webhooks }, done }))
+}
+
+/// The models the configuration names (the assistant's, its fallbacks, each role's), the
+/// one in use first: what `/model` may choose in a chat.
+pub fn configured_models(environment: &Environment, current: &str) -> Vec<String> {
+    let config = environment.config();
+    let mut models = vec![current.to_owned(), config.llm.model.clone()];
+    models.extend(config.llm.fallbacks.iter().cloned());
+    models.extend(config.agents.values().filter_map(|agent| agent.model.clone()));
+    models.retain(|model| !model.is_empty());
+    let mut seen = std::collections::HashSet::new();
+    models.retain(|model| seen.insert(model.clone()));
+    models
 }

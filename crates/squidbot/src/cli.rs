@@ -30,6 +30,11 @@ pub enum Command {
     /// Chat with the assistant in the terminal, or send one message with -m and print the
     /// reply.
     Agent(AgentArgs),
+    /// The terminal client: talks to the running gateway over its WebSocket protocol
+    /// (so it sees what channels and jobs do), or runs the assistant in this process
+    /// when no gateway answers; the status line says which.
+    #[cfg(feature = "tui")]
+    Tui(TuiArgs),
     /// Run the assistant as a server until Ctrl-C: the web UI, the chat channels,
     /// scheduled jobs and heartbeats, the OpenClaw and OpenAI-compatible APIs, health and
     /// metrics, all on one port.
@@ -612,6 +617,24 @@ pub struct AgentArgs {
     pub model: Option<String>,
 }
 
+/// `squidbot tui`.
+#[cfg(feature = "tui")]
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    /// The conversation to open (its session key).
+    #[arg(long, default_value = "cli:local")]
+    pub session: String,
+    /// Colours: `dark` (the default) or `light`.
+    #[arg(long, default_value = "dark", value_parser = ["dark", "light"])]
+    pub theme: String,
+    /// Run the assistant in this process even when a gateway is running.
+    #[arg(long)]
+    pub local: bool,
+    /// Model to use in process instead of the configured one, `provider/model`.
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
 /// `squidbot config …`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigAction {
@@ -636,10 +659,64 @@ pub enum SessionsAction {
         #[arg(long)]
         json: bool,
     },
-    /// Print a session's whole tree.
+    /// Print a session's whole tree; `*` marks the active branch, `<- leaf` its leaf.
     Tree {
         /// Session key.
         key: String,
+        /// Print the rows as JSON (id, parent, kind, role, text, timestamp, depth,
+        /// children, active, leaf).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fork a session at an entry: the next message continues from that entry on a new
+    /// branch (with `--as`, a new session holding a copy of the branch up to it).
+    Fork {
+        /// Session key.
+        key: String,
+        /// The entry to continue from (an id from `sessions tree`).
+        #[arg(long)]
+        at: String,
+        /// Copy the branch into a new session with this key instead.
+        #[arg(long = "as", value_name = "NEWKEY")]
+        new_key: Option<String>,
+    },
+    /// Make another branch active: the newest leaf under the entry (any entry of a branch
+    /// names it).
+    Switch {
+        /// Session key.
+        key: String,
+        /// An entry of the branch to switch to.
+        #[arg(long)]
+        to: String,
+    },
+    /// Export a session (the whole tree, branch points marked) as Markdown or as one
+    /// self-contained HTML page.
+    Export {
+        /// Session key.
+        key: String,
+        /// `html` or `md`.
+        #[arg(long)]
+        format: String,
+        /// Write to this file instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+        /// Only the active branch.
+        #[arg(long)]
+        active: bool,
+    },
+    /// Search every session's messages and tool results for all the words of QUERY.
+    Search {
+        /// The words to look for.
+        query: String,
+        /// Most matches to print.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Print JSON (key, context, entryId, timestamp, kind, snippet).
+        #[arg(long)]
+        json: bool,
+        /// Rebuild the search index from the session files first.
+        #[arg(long)]
+        reindex: bool,
     },
     /// Extract memories from a session and archive it (it resumes when used again).
     Archive {

@@ -17,6 +17,8 @@ mod send;
 mod sessions;
 mod skills;
 mod status;
+#[cfg(feature = "tui")]
+mod tui;
 mod usage;
 mod users;
 mod workers;
@@ -38,6 +40,11 @@ pub fn run(command: Command, runtime: &tokio::runtime::Runtime) -> Result<ExitCo
                 Some(message) => agent::one_shot(&environment, &arguments, message, runtime),
                 None => repl::run(&environment, &arguments, runtime),
             }
+        }
+        #[cfg(feature = "tui")]
+        Command::Tui(arguments) => {
+            let environment = Environment::load()?;
+            tui::run(environment, &arguments, runtime)
         }
         Command::Gateway(arguments) => {
             if let Some(action) = &arguments.action {

@@ -22,8 +22,8 @@ use squidbot_mcp::McpManager;
 use squidbot_sandbox::{LinuxSandbox, SandboxSettings};
 use squidbot_skills::{ContextSkills, SkillCatalog, SkillRoots, SkillSections};
 use squidbot_store::{
-    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, IndexedSessionStore, JsonlSessionStore, SqliteJobStore,
-    SqliteMemoryStore, SqliteSessionIndex,
+    BulletinCache, Database, FsMemoryDocuments, FsWorkspace, IndexedSessionStore, JsonlSessionStore,
+    SessionSearchIndex, SqliteJobStore, SqliteMemoryStore, SqliteSessionIndex,
 };
 use squidbot_types::config::{Config, RoleSandbox};
 
@@ -127,7 +127,13 @@ impl Environment {
             JsonlSessionStore::new(self.paths.sessions()),
             SqliteSessionIndex::new(self.database()?),
             Arc::new(SystemClock),
-        ))
+        )
+        .with_search(self.session_search()?))
+    }
+
+    /// The full-text index of the transcripts.
+    pub fn session_search(&self) -> Result<SessionSearchIndex> {
+        Ok(SessionSearchIndex::new(self.database()?, self.paths.sessions()))
     }
 
     /// True when the session exists and is archived (using it resumes it).

@@ -6,17 +6,20 @@ use std::sync::{Arc, Mutex};
 use squidbot_core::clock::Clock;
 use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
 use squidbot_core::sync::lock;
-use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
+use squidbot_types::session::{EntryBody, LeafLine, SessionEntry, SessionHeader};
 use tokio::sync::oneshot;
 
 use crate::jsonl::JsonlSessionStore;
 use crate::session_index::{ActivityUpdate, SqliteSessionIndex};
+use crate::session_search::SessionSearchIndex;
 
 /// JSONL transcripts plus the index.
 pub struct IndexedSessionStore {
     files: JsonlSessionStore,
     index: Arc<IndexWriter>,
     clock: Arc<dyn Clock>,
+    /// The transcripts' full-text index, kept in step on every append when present.
+    search: Option<SessionSearchIndex>,
 }
 
 impl std::fmt::Debug for IndexedSessionStore {
@@ -29,7 +32,29 @@ impl IndexedSessionStore {
     /// The transcripts in `files` indexed in `index`, activity stamped with the `clock`'s
     /// time.
     pub fn new(files: JsonlSessionStore, index: SqliteSessionIndex, clock: Arc<dyn Clock>) -> Self {
-        Self { files, index: Arc::new(IndexWriter { index, pending: Mutex::default() }), clock }
+        Self { files, index: Arc::new(IndexWriter { index, pending: Mutex::default() }), clock, search: None }
+    }
+
+    /// The same store also adding what is appended to the full-text index `search`.
+    pub fn with_search(mut self, search: SessionSearchIndex) -> Self {
+        self.search = Some(search);
+        self
+    }
+
+    /// Adds appended entries to the full-text index. A failure is logged, not returned:
+    /// the transcript is written, and the next search catches the index up from it.
+    async fn index_text(&self, key: &str, context: Option<&str>, entries: &[SessionEntry]) {
+        let Some(search) = self.search.clone() else { return };
+        let (key, context, entries) = (key.to_owned(), context.map(str::to_owned), entries.to_vec());
+        let added = tokio::task::spawn_blocking(move || {
+            search.add(&key, context.as_deref(), &entries).map_err(|error| (key, error.to_string()))
+        })
+        .await;
+        match added {
+            Ok(Ok(())) => {}
+            Ok(Err((key, error))) => tracing::warn!(session = %key, %error, "can't add to the search index"),
+            Err(error) => tracing::warn!(%error, "the search index task failed"),
+        }
     }
 
     /// Records activity; returns once it is in the index. With `context` unknown, the
@@ -124,6 +149,7 @@ impl SessionStore for IndexedSessionStore {
 
     async fn create<'a>(&'a self, header: &'a SessionHeader) -> Result<(), StoreError> {
         self.files.create(header).await?;
+        self.index_text(&header.key, Some(&header.context), &[]).await;
         self.record(&header.key, Some(&header.context), 0).await.map(|_| ())
     }
 
@@ -134,6 +160,7 @@ impl SessionStore for IndexedSessionStore {
         durability: Durability,
     ) -> Result<(), StoreError> {
         self.files.append(key, entries, durability).await?;
+        self.index_text(key, None, entries).await;
         let messages = entries.iter().filter(|entry| matches!(entry.body, EntryBody::Message { .. })).count() as u64;
         if self.record(key, None, messages).await? {
             return Ok(());
@@ -145,12 +172,24 @@ impl SessionStore for IndexedSessionStore {
         }
     }
 
+    async fn move_leaf<'a>(&'a self, key: &'a str, line: &'a LeafLine) -> Result<(), StoreError> {
+        self.files.move_leaf(key, line).await
+    }
+
     async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
         self.files.list().await
     }
 
     async fn remove<'a>(&'a self, key: &'a str) -> Result<bool, StoreError> {
         let removed = self.files.remove(key).await?;
+        if let Some(search) = self.search.clone() {
+            let owned_key = key.to_owned();
+            tokio::task::spawn_blocking(move || search.forget(&owned_key))
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|forgotten| forgotten.map_err(|error| error.to_string()))
+                .map_err(|reason| StoreError::Io { action: "forget", key: key.to_owned(), reason })?;
+        }
         let writer = Arc::clone(&self.index);
         let owned_key = key.to_owned();
         tokio::task::spawn_blocking(move || writer.index.remove(&owned_key))

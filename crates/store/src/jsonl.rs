@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use squidbot_core::store::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
 use squidbot_core::sync::lock;
-use squidbot_types::session::{SessionEntry, SessionHeader};
+use squidbot_types::session::{LeafLine, SessionEntry, SessionHeader};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::key::encode_key;
@@ -92,10 +92,56 @@ impl JsonlSessionStore {
         self.directory_sync.started()
     }
 
+    /// Appends encoded lines (entries or a leaf line) under the file's lock.
+    async fn append_encoded(&self, key: &str, lines: Vec<u8>, durability: Durability) -> Result<(), StoreError> {
+        let file_stem = encode_key(key)?;
+        let path = self.path_for(&file_stem);
+        let guard = self.locks.acquire(&file_stem).await;
+        match durability {
+            Durability::Written => file::append_lines(&path, key, lines, Durability::Written),
+            Durability::Synced => {
+                let owned_key = key.to_owned();
+                let directory = self.sessions_dir.clone();
+                let unsynced_entries = Arc::clone(&self.unsynced_entries);
+                let directory_sync = Arc::clone(&self.directory_sync);
+                // The guard moves into the blocking task: if this future is dropped
+                // mid-write the lock is still held until the write is finished.
+                run_blocking("append to", key, move || {
+                    file::append_lines(&path, &owned_key, lines, Durability::Synced)?;
+                    let new_entry = lock(&unsynced_entries).contains(&file_stem);
+                    if new_entry {
+                        directory_sync
+                            .sync(&directory)
+                            .map_err(|error| file::io_error("append to", &owned_key, &directory, &error))?;
+                        lock(&unsynced_entries).remove(&file_stem);
+                    }
+                    drop(guard);
+                    Ok(())
+                })
+                .await
+            }
+        }
+    }
+
     /// Path of the file holding the session whose encoded key is `file_stem`.
     fn path_for(&self, file_stem: &str) -> PathBuf {
         self.sessions_dir.join(format!("{file_stem}.{EXTENSION}"))
     }
+}
+
+/// The file of session `key` in `sessions_dir`.
+pub(crate) fn session_path(sessions_dir: &Path, key: &str) -> Result<PathBuf, StoreError> {
+    Ok(sessions_dir.join(format!("{}.{EXTENSION}", encode_key(key)?)))
+}
+
+/// Every session file in `sessions_dir` with its key.
+pub(crate) fn session_files(sessions_dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    file::session_files(sessions_dir)
+}
+
+/// Reads the session file at `path` (`Ok(None)` when it is gone).
+pub(crate) fn read_session_file(path: &Path, key: &str) -> Result<Option<LoadedSession>, StoreError> {
+    file::read_session(path, key)
 }
 
 /// Serializes one line per value, each ending in `\n`.
@@ -152,34 +198,13 @@ impl SessionStore for JsonlSessionStore {
     }
 
     async fn append(&self, key: &str, entries: &[SessionEntry], durability: Durability) -> Result<(), StoreError> {
-        let file_stem = encode_key(key)?;
-        let path = self.path_for(&file_stem);
         let lines = encode_lines(entries, key, "append to")?;
-        let guard = self.locks.acquire(&file_stem).await;
-        match durability {
-            Durability::Written => file::append_lines(&path, key, lines, Durability::Written),
-            Durability::Synced => {
-                let owned_key = key.to_owned();
-                let directory = self.sessions_dir.clone();
-                let unsynced_entries = Arc::clone(&self.unsynced_entries);
-                let directory_sync = Arc::clone(&self.directory_sync);
-                // The guard moves into the blocking task: if this future is dropped
-                // mid-write the lock is still held until the write is finished.
-                run_blocking("append to", key, move || {
-                    file::append_lines(&path, &owned_key, lines, Durability::Synced)?;
-                    let new_entry = lock(&unsynced_entries).contains(&file_stem);
-                    if new_entry {
-                        directory_sync
-                            .sync(&directory)
-                            .map_err(|error| file::io_error("append to", &owned_key, &directory, &error))?;
-                        lock(&unsynced_entries).remove(&file_stem);
-                    }
-                    drop(guard);
-                    Ok(())
-                })
-                .await
-            }
-        }
+        self.append_encoded(key, lines, durability).await
+    }
+
+    async fn move_leaf(&self, key: &str, line: &LeafLine) -> Result<(), StoreError> {
+        let lines = encode_lines(std::slice::from_ref(line), key, "append to")?;
+        self.append_encoded(key, lines, Durability::Synced).await
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {

@@ -21,6 +21,7 @@ mod memory_documents;
 mod memory_store;
 mod people;
 mod session_index;
+mod session_search;
 mod vault;
 mod watched_file;
 mod workspace;
@@ -49,6 +50,7 @@ pub use people::{
 pub use session_index::{
     Activity, ActivityUpdate, RecordedActivity, SessionIndexEntry, SessionStatus, SqliteSessionIndex,
 };
+pub use session_search::{MAX_SEARCH_HITS, SessionSearchIndex, SyncReport};
 pub use vault::{
     MAX_SECRET_NAME_BYTES, VAULT_KEY_BYTES, Vault, VaultEntry, VaultError, VaultKey, VaultKeySource, check_secret_name,
 };

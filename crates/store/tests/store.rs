@@ -41,7 +41,8 @@ use squidbot_types::session::{EntryBody, HeaderTag, MessageRole, SESSION_FORMAT_
 /// older one.
 const DROP_PEOPLE: &str = "DROP TABLE identities; DROP TABLE users; DROP TABLE usage; DROP TABLE usage_notices; \
      DROP TABLE approvals; DROP TABLE audit_log; DROP TABLE audit_head; DROP TABLE usage_daily; \
-     DROP TABLE vault_secrets;";
+     DROP TABLE vault_secrets; DROP TABLE session_texts; DROP TABLE session_texts_fts; \
+     DROP TABLE session_text_files;";
 
 fn header(key: &str, created: &str) -> SessionHeader {
     SessionHeader {

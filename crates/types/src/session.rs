@@ -37,6 +37,28 @@ pub enum HeaderTag {
     Header,
 }
 
+/// A line that moves the active leaf without adding an entry: a branch switch or a fork
+/// made before the next message (`"type": "leaf"`). On reading, the active leaf is what
+/// the last line says: the last entry written, or a later leaf line's target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeafLine {
+    /// Always `"leaf"`.
+    #[serde(rename = "type")]
+    pub kind: LeafTag,
+    /// The entry the next one follows; `None` starts a new root (a fresh conversation).
+    pub leaf: Option<String>,
+    /// When the leaf moved, RFC 3339.
+    pub timestamp: String,
+}
+
+/// The literal tag of a leaf line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeafTag {
+    /// `"type": "leaf"`.
+    Leaf,
+}
+
 /// One entry of the session tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionEntry {

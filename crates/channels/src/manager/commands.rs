@@ -1,5 +1,7 @@
-//! The commands every channel understands: `/new` (`/reset`), `/stop`, `/status`, and
-//! under the people's policy `/usage`, `/approve ID` and `/deny ID [reason]`.
+//! The commands every channel understands: `/new` (`/reset`), `/stop`, `/status`,
+//! `/fork` (ask the last message again on a new branch), `/compact`, `/model [NAME]` (the
+//! owner's and admins'), and under the people's policy `/usage`, `/approve ID` and
+//! `/deny ID [reason]`.
 
 use squidbot_core::people::{People, UsageSubject, budget};
 use squidbot_types::people::Actor;
@@ -11,7 +13,8 @@ use crate::people::{Budget, usage_report};
 const NO_PEOPLE: &str = "Users and roles are not enabled on this squidbot.";
 
 /// The commands, as `/status` lists them.
-const COMMAND_LIST: &str = "/new, /stop, /status, /usage, /approve ID, /deny ID [reason]";
+const COMMAND_LIST: &str =
+    "/new, /stop, /status, /fork, /compact, /model [NAME], /usage, /approve ID, /deny ID [reason]";
 
 /// A command someone wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +23,12 @@ pub(super) enum Command {
     New,
     /// Stop the running turn.
     Stop,
+    /// Go back before the last message: the next one continues on a new branch.
+    Fork,
+    /// Condense the older turns now.
+    Compact,
+    /// List the models (`None`) or choose one for the session.
+    Model { name: Option<String> },
     /// Model, session, channels.
     Status,
     /// What the writer used, and their budget.
@@ -51,6 +60,9 @@ pub(super) fn command(text: &str) -> Option<Command> {
     match word.as_str() {
         "/new" | "/reset" => Some(Command::New),
         "/stop" => Some(Command::Stop),
+        "/fork" => Some(Command::Fork),
+        "/compact" => Some(Command::Compact),
+        "/model" => Some(Command::Model { name: id_and_rest().0 }),
         "/status" => Some(Command::Status),
         "/usage" => Some(Command::Usage),
         "/approve" => Some(Command::Approve { id: id_and_rest().0 }),
@@ -82,7 +94,26 @@ impl ChannelManager {
                 let stopped = self.runner.abort(session_key, None);
                 if stopped.is_empty() { "Nothing is running.".to_owned() } else { "Stopped.".to_owned() }
             }
-            Command::Status => self.status(session_key, actor),
+            Command::Fork => match self.runner.fork_before_last(session_key).await {
+                Ok(Some(_)) => "Went back before your last message: what you write next starts a new branch \
+                                (the old one stays in the session)."
+                    .to_owned(),
+                Ok(None) => "There is no earlier message to go back to.".to_owned(),
+                Err(error) => format!("can't fork the conversation: {error}"),
+            },
+            Command::Compact => match self.runner.compact(session_key).await {
+                Ok(Some(condensed)) => format!("Condensed {condensed} older messages into a summary."),
+                Ok(None) => "Nothing to condense.".to_owned(),
+                Err(error) => format!("can't condense the conversation: {error}"),
+            },
+            Command::Model { name } => self.model(session_key, actor, name).await,
+            Command::Status => {
+                let chosen = match self.runner.session(session_key).await {
+                    Ok(session) => session.lock().await.chosen_model().map(str::to_owned),
+                    Err(_) => None,
+                };
+                self.status(session_key, actor, chosen)
+            }
             Command::Usage => match (self.runner.agent().people(), actor) {
                 (Some(people), Some(actor)) => self.usage(people, actor),
                 (None, _) | (_, None) => NO_PEOPLE.to_owned(),
@@ -92,14 +123,52 @@ impl ChannelManager {
         }
     }
 
-    fn status(&self, session_key: &str, actor: Option<&Actor>) -> String {
+    /// `/model [NAME]`: the models, or the one `session_key` uses from now on. Choosing
+    /// is for admins under the people's policy, else for the owner's own sessions.
+    async fn model(&self, session_key: &str, actor: Option<&Actor>, name: Option<String>) -> String {
+        let session = match self.runner.session(session_key).await {
+            Ok(session) => session,
+            Err(error) => return format!("can't read the session: {error}"),
+        };
+        let (chosen, context) = {
+            let session = session.lock().await;
+            (session.chosen_model().map(str::to_owned), session.header().context.clone())
+        };
+        let agent = self.runner.agent();
+        let current = chosen.unwrap_or_else(|| agent.settings().model.clone());
+        let Some(name) = name else {
+            let others: Vec<&str> = self.models.iter().filter(|model| **model != current).map(String::as_str).collect();
+            if others.is_empty() {
+                return format!("model: {current}");
+            }
+            return format!("model: {current}\nother models: {}", others.join(", "));
+        };
+        let allowed = match (agent.people(), actor) {
+            (Some(_), Some(actor)) => actor.is_admin(),
+            (Some(_), None) => false,
+            (None, _) => context == agent.settings().context,
+        };
+        if !allowed {
+            return "Only the owner and admins may choose the model.".to_owned();
+        }
+        if !self.models.contains(&name) {
+            return format!("There is no model {name} here; /model lists them.");
+        }
+        let choice = (name != agent.settings().model).then(|| name.clone());
+        match self.runner.choose_model(session_key, choice).await {
+            Ok(_) => format!("Model: {current} → {name} for this conversation."),
+            Err(error) => format!("can't choose the model: {error}"),
+        }
+    }
+
+    fn status(&self, session_key: &str, actor: Option<&Actor>, chosen_model: Option<String>) -> String {
         let agent = self.runner.agent();
         let running = self.runner.active_runs().iter().filter(|(_, session)| session == session_key).count();
         let channels: Vec<String> =
             self.health().iter().map(|health| format!("{} {}", health.name, health.state.as_str())).collect();
         let mut status = format!(
             "model: {}\nsession: {session_key}\nrunning turns here: {running}\nchannels: {}\nup for: {} s",
-            agent.settings().model,
+            chosen_model.unwrap_or_else(|| agent.settings().model.clone()),
             channels.join(", "),
             self.uptime().as_secs()
         );
@@ -247,6 +316,10 @@ mod tests {
         assert_eq!(command("/stop"), Some(Command::Stop));
         assert_eq!(command("/status"), Some(Command::Status));
         assert_eq!(command("/usage"), Some(Command::Usage));
+        assert_eq!(command("/fork"), Some(Command::Fork));
+        assert_eq!(command("/compact@squidbot"), Some(Command::Compact));
+        assert_eq!(command("/model"), Some(Command::Model { name: None }));
+        assert_eq!(command("/model fast/one"), Some(Command::Model { name: Some("fast/one".into()) }));
         assert_eq!(command("/newer"), None);
         assert_eq!(command("tell me about /new"), None);
         assert_eq!(command(""), None);

@@ -2,6 +2,7 @@
 //! echoing model, real policies. Under the people's policy: `people`.
 
 mod people;
+mod tree;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -284,13 +285,16 @@ fn start(capabilities: Capabilities, steps: Vec<RunStep>, direct: DirectPolicy) 
     let runner = runner();
     let saved = Arc::new(Saved(Mutex::new(Vec::new())));
     let settings = ManagerSettings { edit_interval: Duration::from_millis(500), ..ManagerSettings::default() };
-    let manager = Arc::new(ChannelManager::new(
-        runner.clone(),
-        vec![ChannelEntry { channel: channel.clone(), kind: "scripted".to_owned(), policy }],
-        saved.clone(),
-        Box::new(SeededRandom::new(1)),
-        settings,
-    ));
+    let manager = Arc::new(
+        ChannelManager::new(
+            runner.clone(),
+            vec![ChannelEntry { channel: channel.clone(), kind: "scripted".to_owned(), policy }],
+            saved.clone(),
+            Box::new(SeededRandom::new(1)),
+            settings,
+        )
+        .with_models(vec!["fake/echo".to_owned(), "fake/other".to_owned()]),
+    );
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(manager.clone().run(shutdown.clone()));
     Harness { runner, manager, channel, incoming, saved, shutdown, running }

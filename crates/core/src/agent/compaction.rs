@@ -49,6 +49,41 @@ impl Agent {
         Ok(())
     }
 
+    /// Compacts now (`/compact`): every turn of the active branch but the last is
+    /// summarised by the compaction model, waiting for it. Returns how many messages were
+    /// condensed, `None` when there is nothing before the last turn or compaction is off.
+    pub async fn compact_now(
+        &self,
+        session: &mut Session,
+        events: &dyn AgentEvents,
+    ) -> Result<Option<usize>, AgentError> {
+        let Some(compaction) = &self.compaction else { return Ok(None) };
+        // A background summary of this session would race this one: apply it first.
+        self.apply_finished_compaction(session, events, true).await?;
+        // A window of nothing keeps only the last turn.
+        let Some(plan) = compactor::plan(session, 0, 0, Pressure::Compact) else { return Ok(None) };
+        let summary = Summary {
+            provider: self.provider.clone(),
+            model: compaction.model.clone(),
+            memories: compaction.memories.clone(),
+            instructions: COMPACTION_PROMPT.load(self.workspace.as_ref()),
+            context: session.header().context.clone(),
+            session_key: session.key().to_owned(),
+        };
+        let Some((plan, output)) = summary.write(plan).await else {
+            return Err(AgentError::Tool("the compaction model did not answer; nothing was condensed".into()));
+        };
+        let body = EntryBody::Compaction {
+            summary: output.summary,
+            first_kept: plan.first_kept.clone(),
+            condensed: plan.condensed,
+            method: plan.pressure.method().to_owned(),
+        };
+        self.record(session, vec![body], Durability::Synced).await?;
+        session.release_compacted();
+        Ok(Some(plan.condensed))
+    }
+
     pub(super) async fn check_pressure(
         &self,
         session: &mut Session,

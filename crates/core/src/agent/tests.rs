@@ -286,6 +286,56 @@ async fn background_compaction_summarises_older_turns_and_is_applied_next_turn()
 }
 
 #[tokio::test]
+async fn compacting_now_summarises_all_but_the_last_turn() {
+    let provider = FakeProvider::new(vec![
+        text("a1"),
+        text("a2"),
+        text("{\"summary\": \"They said q1.\", \"memories\": []}"),
+        text("a3"),
+    ]);
+    let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    assert_eq!(agent.compact_now(&mut session, &SilentEvents).await.unwrap(), None, "compaction is off");
+    let agent = compacting(agent);
+    assert_eq!(agent.compact_now(&mut session, &SilentEvents).await.unwrap(), None, "nothing to condense");
+    for question in ["q1", "q2"] {
+        agent.run_turn(&mut session, question, &SilentEvents, &CancellationToken::new()).await.unwrap();
+    }
+    assert_eq!(agent.compact_now(&mut session, &SilentEvents).await.unwrap(), Some(2));
+    agent.run_turn(&mut session, "q3", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let last = provider.requests().last().unwrap().messages.clone();
+    assert!(matches!(&last[0], ChatMessage::User { content, .. } if content.contains("They said q1.")), "{last:?}");
+    assert_eq!(last[1], ChatMessage::user("q2"));
+    let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
+    assert!(stored.entries.iter().any(|entry| matches!(entry.body, EntryBody::Compaction { .. })));
+}
+
+#[tokio::test]
+async fn a_model_chosen_for_the_session_answers_and_is_recorded() {
+    let provider = FakeProvider::new(vec![text("a1"), text("a2"), text("a3")]);
+    let (agent, store) = agent(provider.clone(), ToolRegistry::new(), 5);
+    let (mut session, _) = agent.open_session("cli:local").await.unwrap();
+    agent.run_turn(&mut session, "q1", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    session.choose_model(Some("other/model".into()));
+    agent.run_turn(&mut session, "q2", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    session.choose_model(None);
+    agent.run_turn(&mut session, "q3", &SilentEvents, &CancellationToken::new()).await.unwrap();
+    let models: Vec<String> = provider.requests().iter().map(|request| request.model.clone()).collect();
+    assert_eq!(models[1], "other/model");
+    assert_eq!(models[0], models[2]);
+    let stored = store.load_boxed("cli:local").await.unwrap().unwrap();
+    let changes: Vec<&str> = stored
+        .entries
+        .iter()
+        .filter_map(|entry| match &entry.body {
+            EntryBody::ModelChange { new, .. } => Some(new.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changes, [models[0].as_str(), "other/model", models[0].as_str()]);
+}
+
+#[tokio::test]
 async fn emergency_truncation_needs_no_model_call() {
     let provider = FakeProvider::new(vec![text("a1"), text("a2"), text_using("a3", 9_700), text("a4")]);
     let (agent, _) = agent(provider.clone(), ToolRegistry::new(), 5);

@@ -77,13 +77,15 @@ impl Agent {
         correlation_id: &str,
     ) -> Result<TurnOutcome, AgentError> {
         let first_run = !session.is_persisted() && session.branch_is_empty();
+        // A model chosen for the session (`/model`) answers instead of the agent's.
+        let model = session.chosen_model().unwrap_or(&self.settings.model).to_owned();
         let actor = self.people.as_ref().map(|people| match input.actor {
             Some(actor) => actor.clone(),
             None => people.actor_for_context(&session.header().context),
         });
         let mut notice = None;
         if let (Some(people), Some(actor)) = (&self.people, &actor) {
-            if let Some(refusal) = people.refuses_model(actor, &self.settings.model) {
+            if let Some(refusal) = people.refuses_model(actor, &model) {
                 return self.refuse_turn(session, input, refusal, correlation_id).await;
             }
             match people.admit_turn(actor) {
@@ -123,7 +125,7 @@ impl Agent {
             self.hooks.observe(about(HookEvent::SessionCreated)).await;
         }
         self.record_input(session, input).await?;
-        self.hooks.observe(about(HookEvent::TurnStarted).with("model", self.settings.model.clone())).await;
+        self.hooks.observe(about(HookEvent::TurnStarted).with("model", model.clone())).await;
         let turn = self.prepare_turn(session, first_run, events, cancel, correlation_id, actor).await?;
         let mut outcome = turn.run_steps(session).await?;
         if let Some(notice) = notice {
@@ -167,11 +169,9 @@ impl Agent {
     /// session).
     async fn record_input(&self, session: &mut Session, input: TurnInput<'_>) -> Result<(), AgentError> {
         let mut opening = Vec::new();
-        if session.current_model().as_deref() != Some(self.settings.model.as_str()) {
-            opening.push(EntryBody::ModelChange {
-                previous: session.current_model().unwrap_or_default(),
-                new: self.settings.model.clone(),
-            });
+        let model = session.chosen_model().unwrap_or(&self.settings.model).to_owned();
+        if session.current_model().as_deref() != Some(model.as_str()) {
+            opening.push(EntryBody::ModelChange { previous: session.current_model().unwrap_or_default(), new: model });
         }
         opening.push(EntryBody::Message {
             role: MessageRole::User,
@@ -238,7 +238,7 @@ impl Agent {
                 reply: String::new(),
                 status: TurnStatus::Completed,
                 usage: Usage::default(),
-                model: self.settings.model.clone(),
+                model: session.chosen_model().unwrap_or(&self.settings.model).to_owned(),
                 model_calls: 0,
                 tool_calls: 0,
                 prompt_tokens: 0,
@@ -303,7 +303,7 @@ impl Turn<'_> {
             ));
         }
         CompletionRequest {
-            model: settings.model.clone(),
+            model: session.chosen_model().unwrap_or(&settings.model).to_owned(),
             system: self.system.clone(),
             messages: fitted.messages,
             tools: self.tool_specs.clone(),

@@ -3,17 +3,20 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use squidbot_types::session::{EntryBody, SessionEntry, SessionHeader};
+use squidbot_types::session::{EntryBody, LeafLine, SessionEntry, SessionHeader};
 
 use super::{Durability, LoadedSession, SessionStore, SessionSummary, StoreError};
 
 /// Sessions kept in a map.
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
-    sessions: Mutex<BTreeMap<String, (SessionHeader, Vec<SessionEntry>)>>,
+    sessions: Mutex<BTreeMap<String, Stored>>,
     /// Each append's entry ids and durability, in order, for tests of when a turn syncs.
     appends: Mutex<Vec<(Vec<String>, Durability)>>,
 }
+
+/// A session's header, its entries and the leaf line written after the last of them.
+type Stored = (SessionHeader, Vec<SessionEntry>, Option<LeafLine>);
 
 impl MemorySessionStore {
     /// An empty store.
@@ -34,9 +37,10 @@ impl MemorySessionStore {
 impl SessionStore for MemorySessionStore {
     async fn load<'a>(&'a self, key: &'a str) -> Result<Option<LoadedSession>, StoreError> {
         let sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
-        Ok(sessions.get(key).map(|(header, entries)| LoadedSession {
+        Ok(sessions.get(key).map(|(header, entries, moved_leaf)| LoadedSession {
             header: header.clone(),
             entries: entries.clone(),
+            moved_leaf: moved_leaf.clone(),
             warnings: Vec::new(),
         }))
     }
@@ -46,7 +50,7 @@ impl SessionStore for MemorySessionStore {
         if sessions.contains_key(&header.key) {
             return Err(StoreError::AlreadyExists { key: header.key.clone() });
         }
-        sessions.insert(header.key.clone(), (header.clone(), Vec::new()));
+        sessions.insert(header.key.clone(), (header.clone(), Vec::new(), None));
         Ok(())
     }
 
@@ -57,10 +61,21 @@ impl SessionStore for MemorySessionStore {
         durability: Durability,
     ) -> Result<(), StoreError> {
         let mut sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
-        let (_, stored) = sessions.get_mut(key).ok_or_else(|| StoreError::NotFound { key: key.to_owned() })?;
+        let (_, stored, moved_leaf) =
+            sessions.get_mut(key).ok_or_else(|| StoreError::NotFound { key: key.to_owned() })?;
         stored.extend_from_slice(entries);
+        if !entries.is_empty() {
+            *moved_leaf = None;
+        }
         let ids = entries.iter().map(|entry| entry.id.clone()).collect();
         self.appends.lock().map_err(|_| Self::poisoned(key))?.push((ids, durability));
+        Ok(())
+    }
+
+    async fn move_leaf<'a>(&'a self, key: &'a str, line: &'a LeafLine) -> Result<(), StoreError> {
+        let mut sessions = self.sessions.lock().map_err(|_| Self::poisoned(key))?;
+        let (_, _, moved_leaf) = sessions.get_mut(key).ok_or_else(|| StoreError::NotFound { key: key.to_owned() })?;
+        *moved_leaf = Some(line.clone());
         Ok(())
     }
 
@@ -68,7 +83,7 @@ impl SessionStore for MemorySessionStore {
         let sessions = self.sessions.lock().map_err(|_| Self::poisoned("*"))?;
         Ok(sessions
             .iter()
-            .map(|(key, (header, entries))| SessionSummary {
+            .map(|(key, (header, entries, _))| SessionSummary {
                 key: key.clone(),
                 context: header.context.clone(),
                 created: header.created.clone(),

@@ -12,6 +12,7 @@ use super::frame::{ErrorCode, MethodError};
 use super::memory::{MemoryDeleteParams, MemoryListParams, MemoryRequest, MemorySaveParams, MemoryTextParams};
 use super::params::{NoParams, ParamsError, decode};
 use super::people::{ApprovalParams, ApprovalsListParams, AuditListParams, DenyParams, PeopleRequest, UsageParams};
+use super::session_tree::{ExportParams, MoveParams, SearchParams, TreeParams, TreeRequest};
 use super::sessions::{SessionGetParams, SessionParams};
 use super::workers::{WorkerParams, WorkersListParams, WorkersRequest};
 use super::{Access, Connection};
@@ -93,6 +94,16 @@ methods! {
     SessionsSubscribe = "sessions.subscribe", Read, |params: SessionParams| Request::SessionsSubscribe(params);
     /// `sessions.reset {sessionKey?, agentId?}`.
     SessionsReset = "sessions.reset", Write, |params: SessionParams| Request::SessionsReset(params);
+    /// `sessions.tree {key? | sessionKey?, agentId?}`: the tree's rows, active branch and leaf.
+    SessionsTree = "sessions.tree", Read, |params: TreeParams| Request::SessionTree(TreeRequest::Tree(params));
+    /// `sessions.fork {key? | sessionKey?, entryId, as?}`: continue from an entry (or copy up to it).
+    SessionsFork = "sessions.fork", Write, |params: MoveParams| Request::SessionTree(TreeRequest::Fork(params));
+    /// `sessions.switch {key? | sessionKey?, entryId}`: make the branch through an entry active.
+    SessionsSwitch = "sessions.switch", Write, |params: MoveParams| Request::SessionTree(TreeRequest::Switch(params));
+    /// `sessions.export {key? | sessionKey?, format, active?}`: Markdown or HTML text.
+    SessionsExport = "sessions.export", Read, |params: ExportParams| Request::SessionTree(TreeRequest::Export(params));
+    /// `sessions.search {query, limit?}`: full-text search of the caller's sessions.
+    SessionsSearch = "sessions.search", Read, |params: SearchParams| Request::SessionTree(TreeRequest::Search(params));
     /// `cron.list`.
     CronList = "cron.list", Read, |_params: NoParams| Request::Cron(CronRequest::List);
     /// `cron.get {id | jobId}`.
@@ -180,6 +191,8 @@ pub(crate) enum Request {
     SessionsSubscribe(SessionParams),
     /// `sessions.reset`.
     SessionsReset(SessionParams),
+    /// `sessions.tree`, `.fork`, `.switch`, `.export`, `.search`.
+    SessionTree(TreeRequest),
     /// `cron.*`.
     Cron(CronRequest),
     /// `config.get`.
@@ -288,6 +301,7 @@ fn unavailable(gateway: &crate::Gateway, method: Method) -> Option<MethodError> 
         Method::MemoryDocGet | Method::MemoryDocSet => super::memory::documents(gateway).err(),
         Method::WorkersList | Method::WorkersCancel => super::workers::delegation(gateway).err(),
         Method::BusSend | Method::BusHealth => crate::bus::bus(gateway).err(),
+        Method::SessionsSearch => super::session_tree::search_available(gateway).err(),
         Method::UsersList
         | Method::ApprovalsList
         | Method::ApprovalsApprove
@@ -305,6 +319,10 @@ fn unavailable(gateway: &crate::Gateway, method: Method) -> Option<MethodError> 
         | Method::SessionsGet
         | Method::SessionsSubscribe
         | Method::SessionsReset
+        | Method::SessionsTree
+        | Method::SessionsFork
+        | Method::SessionsSwitch
+        | Method::SessionsExport
         | Method::ConfigGet
         | Method::ModelsList
         | Method::AgentsList
@@ -331,6 +349,7 @@ pub(super) async fn call(
         Request::SessionsGet(params) => super::sessions::get(connection, params).await,
         Request::SessionsSubscribe(params) => super::sessions::subscribe(connection, params).await,
         Request::SessionsReset(params) => super::sessions::reset(connection, params).await,
+        Request::SessionTree(request) => super::session_tree::call(connection, request).await,
         Request::Cron(request) => match super::cron::jobs(gateway.services.jobs.as_ref(), method.name()) {
             Ok(jobs) => cron(&gateway, &connection.caller, jobs, request).await,
             Err(error) => Err(error),

@@ -141,8 +141,10 @@ pub(super) async fn entries(connection: &Connection, key: &str) -> Result<Option
             Some(session.active_path().iter().map(|entry| entry.id.clone()).collect()),
         ),
         Err(_) => {
-            let leaf = stored.entries.last().map(|entry| entry.id.clone());
-            (stored.entries, leaf, None)
+            // The stored leaf: the last entry, or where a later leaf line moved it.
+            let whole = Session::from_loaded(stored);
+            let leaf = whole.leaf().map(str::to_owned);
+            (whole.entries().to_vec(), leaf, None)
         }
     };
     Ok(Some((entries, leaf, active)))

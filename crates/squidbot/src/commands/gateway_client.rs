@@ -1,7 +1,7 @@
 //! A command's connection to the running gateway over its WebSocket protocol: where it
 //! listens (from `[gateway]`), the `connect` handshake with the configured credentials,
 //! and method calls, over wss when `[gateway.tls]` is set. Used by `squidbot send`,
-//! `squidbot workers`, `squidbot cron` and `squidbot status`.
+//! `squidbot workers`, `squidbot cron`, `squidbot status` and `squidbot tui`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -25,6 +25,8 @@ pub struct GatewayClient {
     socket: Socket,
     address: SocketAddr,
     calls: u64,
+    /// The methods the gateway offers, from `hello-ok`.
+    methods: Vec<String>,
 }
 
 /// Where a client reaches the gateway: its bind address, loopback when it listens on all.
@@ -80,13 +82,19 @@ impl GatewayClient {
     /// Connects and authenticates as an operator with read and write scopes; `None` when
     /// no gateway answers at the configured address.
     pub async fn connect(config: &GatewayConfig) -> Result<Option<GatewayClient>> {
+        Self::connect_within(config, CONNECT_TIMEOUT).await
+    }
+
+    /// As [`GatewayClient::connect`], counting the gateway as not running when it does not
+    /// accept the connection within `timeout`.
+    pub async fn connect_within(config: &GatewayConfig, timeout: Duration) -> Result<Option<GatewayClient>> {
         let address = gateway_address(config)?;
         let (url, connector) = match transport(config)? {
             Some(connector) => (format!("wss://{address}/"), Some(connector)),
             None => (format!("ws://{address}/"), None),
         };
         let connecting = tokio_tungstenite::connect_async_tls_with_config(url.as_str(), None, false, connector);
-        let socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        let socket = match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok((socket, _))) => socket,
             Ok(Err(error)) => {
                 tracing::debug!(%error, %url, "no gateway answered");
@@ -97,7 +105,7 @@ impl GatewayClient {
                 return Ok(None);
             }
         };
-        let mut client = GatewayClient { socket, address, calls: 0 };
+        let mut client = GatewayClient { socket, address, calls: 0, methods: Vec::new() };
         let handshake = async {
             let challenge = client.next_frame().await?;
             if challenge["event"] != "connect.challenge" {
@@ -114,6 +122,8 @@ impl GatewayClient {
                 let message = connected["error"]["message"].as_str().unwrap_or("refused");
                 bail!("the gateway refused the connection: {message}");
             }
+            let methods = connected["payload"]["features"]["methods"].as_array().cloned().unwrap_or_default();
+            client.methods = methods.iter().filter_map(|method| method.as_str().map(str::to_owned)).collect();
             Ok(())
         };
         tokio::time::timeout(ANSWER_TIMEOUT, handshake).await.map_err(|_| client.silent())??;
@@ -153,8 +163,18 @@ impl GatewayClient {
         }
     }
 
-    /// The next JSON text frame.
-    async fn next_frame(&mut self) -> Result<Value> {
+    /// The methods the gateway offers.
+    pub fn methods(&self) -> &[String] {
+        &self.methods
+    }
+
+    /// Sends one frame as it is (the TUI speaks the protocol itself).
+    pub async fn send_frame(&mut self, frame: &Value) -> Result<()> {
+        self.socket.send(Message::Text(frame.to_string().into())).await.context("can't talk to the gateway")
+    }
+
+    /// The next JSON text frame; cancel-safe.
+    pub async fn next_frame(&mut self) -> Result<Value> {
         loop {
             match self.socket.next().await {
                 Some(Ok(Message::Text(text))) => {

@@ -1,5 +1,8 @@
 //! `squidbot agent`: the interactive REPL with streaming, line editing, history,
-//! multi-line input, `/new`, `/quit`, and Ctrl-C that stops a turn, not the program.
+//! multi-line input, `/new`, `/quit`, the tree and model commands (`commands`), and
+//! Ctrl-C that stops a turn, not the program.
+
+mod commands;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,6 +19,9 @@ use crate::cli::AgentArgs;
 use crate::wiring::Environment;
 
 const HELP: &str = "Commands: /new starts a fresh conversation, /quit exits, /help shows this.
+/tree shows the conversation's branches; /fork [ENTRY] continues from an entry on a new branch
+(default: before your last message); /model [NAME] lists or switches models; /compact condenses
+the older turns now.
 End a line with \\ to continue it, or wrap several lines in \"\"\" … \"\"\".
 Ctrl-C stops the current reply; Ctrl-D exits.";
 
@@ -135,7 +141,7 @@ fn read_input(editor: &mut DefaultEditor) -> Result<Option<String>, ReadlineErro
 
 /// Runs the REPL until `/quit` or end of input.
 pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::runtime::Runtime) -> Result<ExitCode> {
-    let agent = environment.ready_assistant(arguments.model.as_deref(), true, "cli")?;
+    let mut agent = environment.ready_assistant(arguments.model.as_deref(), true, "cli")?;
     let (mut session, warnings) = runtime.block_on(agent.open_session(&arguments.session))?;
     for warning in warnings {
         eprintln!("warning: session {}: {warning}", arguments.session);
@@ -188,6 +194,47 @@ pub fn run(environment: &Environment, arguments: &AgentArgs, runtime: &tokio::ru
             "/new" => {
                 session.start_new_branch();
                 println!("{}", events.dim("(new conversation; the old one stays in the session file)"));
+                continue;
+            }
+            command if matches!(command.split_whitespace().next(), Some("/tree" | "/fork" | "/model" | "/compact")) => {
+                let mut words = command.split_whitespace();
+                let (name, argument) = (words.next().unwrap_or_default(), words.next());
+                let done = runtime.block_on(async {
+                    match name {
+                        "/tree" => commands::tree(&agent, &session).await,
+                        "/fork" => commands::fork(&agent, &mut session, argument).await,
+                        "/compact" => commands::compact(&agent, &mut session, &events).await,
+                        _ => Ok(()),
+                    }
+                });
+                if name == "/model" {
+                    let current = agent.settings().model.clone();
+                    match argument {
+                        None => {
+                            for model in crate::channels::configured_models(environment, &current) {
+                                let marker = if model == current { '*' } else { ' ' };
+                                println!("{marker} {model}");
+                            }
+                        }
+                        Some(model) => match environment.ready_assistant(Some(model), true, "cli") {
+                            Ok(next) => {
+                                runtime.block_on(agent.shutdown());
+                                agent = next;
+                                if let Some(delegation) = agent.delegation() {
+                                    delegation.set_sink(std::sync::Arc::new(TerminalSink { color }));
+                                }
+                                println!(
+                                    "{}",
+                                    events.dim(&format!("(model {current} → {model}; the session records it)"))
+                                );
+                            }
+                            Err(error) => eprintln!("can't switch to {model}: {error:#}"),
+                        },
+                    }
+                }
+                if let Err(error) = done {
+                    eprintln!("error: {error:#}");
+                }
                 continue;
             }
             command if command.starts_with('/') && !command.contains(' ') => {

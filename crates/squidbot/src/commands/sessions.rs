@@ -1,4 +1,7 @@
-//! `squidbot sessions list|show|tree`.
+//! `squidbot sessions list|show|archive`, and through `branches` the tree, forks,
+//! exports and search.
+
+mod branches;
 
 use anyhow::{Result, bail};
 use squidbot_core::session::Session;
@@ -71,20 +74,14 @@ pub async fn run(environment: &Environment, action: SessionsAction) -> Result<()
             }
             Ok(())
         }
-        SessionsAction::Tree { key } => {
-            let session = load(&store, &key).await?;
-            let active: std::collections::HashSet<&str> =
-                session.active_path().iter().map(|entry| entry.id.as_str()).collect();
-            let mut stack: Vec<(&SessionEntry, usize)> =
-                session.children(None).into_iter().rev().map(|entry| (entry, 0)).collect();
-            while let Some((entry, depth)) = stack.pop() {
-                let marker = if active.contains(entry.id.as_str()) { '*' } else { ' ' };
-                println!("{marker} {}{} {}", "  ".repeat(depth), entry.id, describe(entry, 70));
-                let children = session.children(Some(&entry.id));
-                let child_depth = if children.len() > 1 { depth + 1 } else { depth };
-                stack.extend(children.into_iter().rev().map(|child| (child, child_depth)));
-            }
-            Ok(())
+        SessionsAction::Tree { key, json } => branches::tree(environment, &key, json).await,
+        SessionsAction::Fork { key, at, new_key } => branches::fork(environment, &key, &at, new_key.as_deref()).await,
+        SessionsAction::Switch { key, to } => branches::switch(environment, &key, &to).await,
+        SessionsAction::Export { key, format, output, active } => {
+            branches::export_session(environment, &key, &format, output, active).await
+        }
+        SessionsAction::Search { query, limit, json, reindex } => {
+            branches::search(environment, &query, limit, json, reindex).await
         }
     }
 }

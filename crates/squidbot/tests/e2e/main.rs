@@ -28,11 +28,14 @@ mod repl;
 mod sandbox;
 mod scheduler;
 mod secrets;
+mod sessions_tree;
 mod skill_addons;
 mod skills;
 mod slack;
 mod telegram;
 mod tls;
+#[cfg(feature = "tui")]
+mod tui;
 mod web;
 mod web_ui;
 mod web_ui_people;

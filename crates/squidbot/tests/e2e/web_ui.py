@@ -1,4 +1,4 @@
-"""Drives squidbot's web UI in headless Chromium: log in, chat, open every panel, screenshot each.
+"""Drives squidbot's web UI in headless Chromium: log in, chat, render Markdown safely, open every panel.
 
 Usage: web_ui.py --url http://127.0.0.1:PORT --token T --screenshots DIR --expect-reply TEXT
 Exits 0 when every check passes; otherwise prints what failed and exits 1, leaving
@@ -189,14 +189,17 @@ def check_chat(browser, session, message, expect_reply, expect_tool, reply_timeo
     print(f"ok: streamed reply in {deltas} deltas: {text!r}")
 
     if expect_tool:
-        browser.wait(
-            f"a finished tool line for {expect_tool!r}",
-            lambda d: any(
-                line.get_attribute("data-tool") == expect_tool and line.get_attribute("data-state") == "done"
-                for line in d.find_elements(By.CSS_SELECTOR, '#chat-log [data-testid="tool-line"]')
-            ),
-        )
-        print(f"ok: tool activity for {expect_tool}")
+        card = browser.wait(f"a finished tool card for {expect_tool!r}", lambda d: tool_card(d, expect_tool, "ok"))
+        duration = card.find_element(By.CSS_SELECTOR, '[data-testid="tool-duration"]').text
+        check(re.fullmatch(r"\d+ ms|[\d.]+ s", duration), f"the {expect_tool} card shows duration {duration!r}")
+        print(f"ok: tool card for {expect_tool}, {duration}")
+
+
+def tool_card(driver, name, state):
+    for card in driver.find_elements(By.CSS_SELECTOR, '#chat-log [data-testid="tool-card"]'):
+        if card.get_attribute("data-tool") == name and card.get_attribute("data-state") == state:
+            return card
+    return None
 
 
 def check_stop(browser, message):
@@ -207,6 +210,129 @@ def check_stop(browser, message):
     browser.wait("the Stop button to hide after stopping", lambda d: not browser.element("chat-stop").is_displayed())
     browser.wait("Send to be enabled again", lambda d: browser.element("chat-send").is_enabled())
     print("ok: Stop ended the run")
+
+
+# What in the transcript could run script, load something or navigate somewhere else.
+INJECTION_SCRIPT = """
+const log = document.getElementById('chat-log');
+const active = 'script, img, iframe, frame, svg, math, object, embed, style, link, meta, base, form, video, audio, source';
+const attributes = [...log.querySelectorAll('*')].flatMap((element) => [...element.attributes].map((a) => a.name));
+return {
+  pwned: window.__pwned === undefined ? null : String(window.__pwned),
+  title: document.title,
+  active: [...log.querySelectorAll(active)].map((element) => element.outerHTML.slice(0, 120)),
+  hrefs: [...log.querySelectorAll('[href]')].map((element) => element.getAttribute('href')),
+  links: [...log.querySelectorAll('a')].map((a) => [a.getAttribute('target'), a.getAttribute('rel')]),
+  risky: attributes.filter((name) => name.startsWith('on') || ['src', 'srcdoc', 'style', 'action', 'formaction'].includes(name)),
+};
+"""
+
+RENDER_TIME_SCRIPT = """
+const render = window.squidMarkdown.render;
+const message = '## Title\\n\\nSome **bold**, `code` and a [link](https://example.com).\\n\\n- one\\n  - two\\n\\n'
+  + '```python\\ndef double(x):\\n    return x * 2  # twice\\n```\\n\\n| a | b |\\n|---|--:|\\n| 1 | 2 |\\n';
+const box = document.createElement('div');
+let started = performance.now();
+for (let index = 0; index < 1000; index += 1) box.append(render(message));
+const thousand = performance.now() - started;
+const hostile = ['*a '.repeat(50000), '[a]('.repeat(50000), '`a ``b '.repeat(12000), '>'.repeat(50000) + ' x',
+  '<a@'.repeat(50000), '_a '.repeat(50000), '[a](<'.repeat(50000), '&#'.repeat(50000)];
+started = performance.now();
+for (const text of hostile) render(text);
+return { thousand, hostile: performance.now() - started };
+"""
+
+
+def check_no_injection(browser, where):
+    found = browser.driver.execute_script(INJECTION_SCRIPT)
+    check(found["pwned"] is None, f"{where}: a payload ran: window.__pwned = {found['pwned']!r}")
+    check(found["title"] == "squidbot", f"{where}: a payload changed the title to {found['title']!r}")
+    check(not found["active"], f"{where}: the transcript has active elements: {found['active']}")
+    check(not found["risky"], f"{where}: the transcript has risky attributes: {found['risky']}")
+    for href in found["hrefs"]:
+        check(re.match(r"(https?|mailto):", href), f"{where}: a link goes to {href!r}")
+    for target, rel in found["links"]:
+        check(target == "_blank" and rel == "noopener noreferrer", f"{where}: a link has target {target!r}, rel {rel!r}")
+    print(f"ok: {where}: nothing ran, nothing loads, {len(found['hrefs'])} links all http(s)/mailto")
+
+
+def check_rendered(browser, reply, where):
+    def has(selector):
+        return reply.find_elements(By.CSS_SELECTOR, selector)
+
+    for selector in ["h2", "strong", "em", "del", ".msg-text > p > code", "table thead th", "table tbody td strong",
+                     "pre code.language-html", "ul ul li a", "ol li", "blockquote em", "hr",
+                     'a[href="https://example.com/docs"]', "a.md-image-link", "button.md-copy"]:
+        check(has(selector), f"{where}: the reply has no {selector}")
+    text = reply.find_element(By.CLASS_NAME, "msg-text").text
+    for shown in ["<script>window.__pwned = 'script'", "[click me](javascript:", "<img src=x onerror=",
+                  "<script>window.__pwned = 'entity'</script>", "<b onmouseover="]:
+        check(shown in text, f"{where}: the reply does not show {shown!r} as text")
+    code = reply.find_element(By.CSS_SELECTOR, "pre code.language-html").text
+    check("<script>window.__pwned = 'fence'</script>" in code, f"{where}: the code block shows {code!r}")
+    check(has("pre code.language-html .tok-tag"), f"{where}: the html code block is not highlighted")
+    print(f"ok: {where}: headings, emphasis, table, highlighted code, nested lists, quote and rule render")
+
+
+def check_markdown(browser, message):
+    reply = send_chat(browser, message)
+    browser.wait("the Markdown reply to finish", lambda d: reply.get_attribute("data-state") == "final")
+    card = browser.wait("the read_file card to finish", lambda d: tool_card(d, "read_file", "ok"))
+    browser.wait("the read_file card to show its result", lambda d: card.get_attribute("data-result") == "shown")
+    check_no_injection(browser, "live reply")
+    check_rendered(browser, reply, "live reply")
+
+    # Toggles are buttons: keyboard-reachable, with aria-expanded.
+    toggle = card.find_element(By.CSS_SELECTOR, '[data-testid="tool-arguments-toggle"]')
+    check(toggle.tag_name == "button" and toggle.get_attribute("aria-expanded") == "false", "arguments start folded")
+    toggle.send_keys(Keys.ENTER)
+    arguments = card.find_element(By.CSS_SELECTOR, '[data-testid="tool-arguments"]')
+    browser.wait("the arguments to unfold", lambda d: arguments.is_displayed())
+    check("<img src=x onerror=" in arguments.text and '"path"' in arguments.text, f"arguments show {arguments.text!r}")
+    card.find_element(By.CSS_SELECTOR, '[data-testid="tool-result-toggle"]').click()
+    result = card.find_element(By.CSS_SELECTOR, '[data-testid="tool-result"]')
+    browser.wait("the result to unfold", lambda d: result.is_displayed())
+    check("<script>window.__pwned = 'result'</script>" in result.text, f"the result shows {result.text!r}")
+    check(result.tag_name == "pre", "the result is not preformatted text")
+    print("ok: the tool card shows its arguments and result as text behind button toggles")
+
+    copy = reply.find_element(By.CSS_SELECTOR, "button.md-copy")
+    copy.send_keys(Keys.ENTER)
+    browser.wait("Copy to answer", lambda d: copy.get_attribute("data-state") in ("copied", "selected"))
+    print(f"ok: Copy by keyboard: {copy.get_attribute('data-state')}")
+    check_no_injection(browser, "after unfolding")
+
+    timing = browser.driver.execute_script(RENDER_TIME_SCRIPT)
+    check(timing["thousand"] < 5000, f"1,000 Markdown messages took {timing['thousand']:.0f} ms")
+    check(timing["hostile"] < 5000, f"hostile Markdown took {timing['hostile']:.0f} ms")
+    print(f"ok: 1,000 messages render in {timing['thousand']:.0f} ms, hostile inputs in {timing['hostile']:.0f} ms")
+
+    scroll_to = "arguments[0].scrollIntoView({block: 'start'})"
+    browser.driver.execute_script(scroll_to, card)
+    browser.screenshot("09-markdown.png")
+    browser.driver.set_window_size(375, 812)
+    browser.driver.execute_script(scroll_to, reply.find_element(By.CSS_SELECTOR, ".md-table"))
+    right = browser.driver.execute_script("return arguments[0].getBoundingClientRect().right - window.innerWidth", reply)
+    check(right <= 1, f"the reply sticks out {right}px past a phone's width")
+    browser.screenshot("10-markdown-phone.png")
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    browser.screenshot("11-markdown-dark.png")
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser.driver.set_window_size(1280, 900)
+
+    # The same transcript from history: rendered again, the tool card rebuilt from the session.
+    browser.driver.refresh()
+    check_logged_in(browser)
+
+    def history_reply(driver):
+        bubbles = driver.find_elements(By.CSS_SELECTOR, '#chat-log [data-role="assistant"]')
+        return next((bubble for bubble in bubbles if bubble.find_elements(By.CSS_SELECTOR, "table")), None)
+
+    reply = browser.wait("the Markdown reply in the history", history_reply)
+    card = browser.wait("the read_file card in the history", lambda d: tool_card(d, "read_file", "ok"))
+    check(card.get_attribute("data-result") == "shown", "the history's tool card has no result")
+    check_no_injection(browser, "history")
+    check_rendered(browser, reply, "history")
 
 
 def check_sessions(browser, session, message, expect_reply):
@@ -449,6 +575,8 @@ def run(browser, args):
     if args.stop_message:
         check_stop(browser, args.stop_message)
     browser.screenshot("02-chat.png")
+    if args.markdown_message:
+        check_markdown(browser, args.markdown_message)
     check_sessions(browser, args.session, message, args.expect_reply)
     check_memory(browser, stamp)
     check_skills(browser)
@@ -473,6 +601,7 @@ def main():
     parser.add_argument("--expect-tool", help="tool name whose activity must show in the chat")
     parser.add_argument("--expect-cron", action="store_true", help="the scheduler runs: add, pause and resume a job")
     parser.add_argument("--stop-message", help="also send this message and press Stop while it streams")
+    parser.add_argument("--markdown-message", help="also send this message; the reply is the XSS corpus")
     parser.add_argument("--reply-timeout", type=float, default=60, help="seconds to wait for the reply")
     parser.add_argument("--timeout", type=float, default=15, help="seconds to wait for any other UI change")
     parser.add_argument("--chromium", default="/usr/bin/chromium")

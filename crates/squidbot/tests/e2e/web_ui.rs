@@ -1,8 +1,10 @@
 //! The web UI in real headless Chromium, driven by Selenium (`web_ui.py`): log in, chat
-//! with a streamed reply and a tool call, stop a running reply, open every panel, add a
-//! cron job from the Cron panel's form and pause, resume and remove it, and a refused
-//! login. Screenshots land in `target/artifacts/web-ui/`. scripts/test installs
-//! Chromium, chromedriver and Selenium and names the Python in `SQUIDBOT_TEST_PYTHON`.
+//! with a streamed reply and a tool call, stop a running reply, a Markdown reply and a
+//! tool result full of script injections (nothing runs, nothing loads, benign Markdown
+//! renders), open every panel, add a cron job from the Cron panel's form and pause, resume
+//! and remove it, and a refused login. Screenshots land in `target/artifacts/web-ui/`.
+//! scripts/test installs Chromium, chromedriver and Selenium and names the Python in
+//! `SQUIDBOT_TEST_PYTHON`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,16 +14,74 @@ use squidbot_testkit::{Reply, ScriptedLlm};
 
 use crate::gateway::{TOKEN, gateway_home, start};
 
+/// Every payload would set `window.__pwned` or the title if it ever ran; around them, benign
+/// Markdown that must render (heading, emphasis, table, code with a Copy button, lists).
+const XSS_REPLY: &str = r#"## Rendering check
+
+Plain **strong**, *emphasis*, ~~struck~~ and `inline <b>code</b>`.
+
+<script>window.__pwned = 'script'; document.title = 'pwned'</script>
+
+<img src=x onerror="window.__pwned = 'img'">
+
+<svg onload="window.__pwned = 'svg'"><circle r=1></svg>
+
+<iframe src="javascript:window.__pwned = 'iframe'"></iframe>
+
+<a href="data:text/html,<script>window.__pwned = 'data-anchor'</script>">data anchor</a>
+
+[click me](javascript:window.__pwned='js-link') [vb](vbscript:msgbox(1)) [data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==) [relative](/ui/app.js) [spaced](  javascript:alert(1)) <javascript:alert(1)>
+
+[quote and angle](https://example.com/a"><img/src=x/onerror=window.__pwned='quote'>) and [title](https://example.com/b "x"><svg/onload=window.__pwned='title'>")
+
+![remote image](https://example.com/pixel.png)
+
+<b onmouseover="window.__pwned = 'b'">broken <i>html <div class="x
+
+&lt;script&gt;window.__pwned = 'entity'&lt;/script&gt; &amp; &#60;img src=x&#62;
+
+| Payload | Count |
+| :------ | ----: |
+| <script>window.__pwned = 'cell'</script> | `1` |
+| **bold cell** | 2 |
+
+```html
+<script>window.__pwned = 'fence'</script>
+<img src=x onerror="window.__pwned = 'fence-img'">
+```
+
+- outer item
+  - nested [safe link](https://example.com/docs)
+1. first
+2. second
+
+> quoted *text*
+
+---
+Done."#;
+
+/// The tool result the browser shows: the same kinds of markup, as a file the model reads.
+const XSS_FILE: &str = "<script>window.__pwned = 'result'</script>\n<img src=x onerror=\"window.__pwned = 'result-img'\">\n\
+    <svg onload=\"window.__pwned = 'result-svg'\"></svg><iframe srcdoc=\"<script>parent.__pwned = 1</script>\"></iframe>\n\
+    [link](javascript:window.__pwned='result-link')\n";
+
+/// Its name is a payload too: the card shows it in the arguments.
+const XSS_FILE_NAME: &str = "<img src=x onerror=window.__pwned='arguments'>.txt";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_web_ui_works_in_headless_chromium() {
     let python = std::env::var("SQUIDBOT_TEST_PYTHON")
         .expect("SQUIDBOT_TEST_PYTHON must name a Python with selenium; scripts/test sets it up");
     let server = ScriptedLlm::start().await;
     let home = gateway_home(&server);
+    std::fs::create_dir_all(home.workspace()).unwrap();
+    std::fs::write(home.workspace().join(XSS_FILE_NAME), XSS_FILE).unwrap();
     let running = start(&home).await;
     server.push(Reply::tool_call("list_dir", json!({})));
     server.push(Reply::text("The workspace is tidy and the browser sees this reply."));
     server.push(Reply::StallStream { text: "this reply will be stopped".into() });
+    server.push(Reply::tool_call("read_file", json!({"path": XSS_FILE_NAME})));
+    server.push(Reply::text(XSS_REPLY));
 
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let screenshots = manifest.join("../../target/artifacts/web-ui");
@@ -36,6 +96,7 @@ async fn the_web_ui_works_in_headless_chromium() {
         .arg(&screenshots)
         .args(["--expect-reply", "the browser sees this reply", "--expect-tool", "list_dir"])
         .args(["--stop-message", "tell me a very long story"])
+        .args(["--markdown-message", "show me everything Markdown can do"])
         .arg("--expect-cron")
         .kill_on_drop(true)
         .output();
@@ -44,13 +105,24 @@ async fn the_web_ui_works_in_headless_chromium() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "web_ui.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    for name in
-        ["01-login", "02-chat", "03-sessions", "04-memory", "05-skills", "06-cron", "07-status", "08-login-rejected"]
-    {
+    let names = [
+        "01-login",
+        "02-chat",
+        "03-sessions",
+        "04-memory",
+        "05-skills",
+        "06-cron",
+        "07-status",
+        "08-login-rejected",
+        "09-markdown",
+        "10-markdown-phone",
+        "11-markdown-dark",
+    ];
+    for name in names {
         let path = screenshots.join(format!("{name}.png"));
         let bytes = std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
         assert!(bytes.len() > 1000 && bytes.starts_with(b"\x89PNG"), "{} is not a screenshot", path.display());
     }
     let models_seen = server.requests().len();
-    assert!(models_seen >= 3, "the chat reached the model ({models_seen} requests)");
+    assert!(models_seen >= 5, "the chat reached the model ({models_seen} requests)");
 }

@@ -35,6 +35,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { number: 8, file: "0008_people.sql", sql: include_str!("../../migrations/0008_people.sql") },
     Migration { number: 9, file: "0009_usage_daily.sql", sql: include_str!("../../migrations/0009_usage_daily.sql") },
     Migration { number: 10, file: "0010_vault.sql", sql: include_str!("../../migrations/0010_vault.sql") },
+    Migration {
+        number: 11,
+        file: "0011_session_search.sql",
+        sql: include_str!("../../migrations/0011_session_search.sql"),
+    },
 ];
 
 /// Schema version this build writes (and the newest it can open).

@@ -154,6 +154,23 @@ pub(crate) fn list_sessions(directory: &Path) -> Result<Vec<SessionSummary>, Sto
     Ok(summaries)
 }
 
+/// Every session file in `directory` with its key (none when the directory is missing).
+pub(crate) fn session_files(directory: &Path) -> io::Result<Vec<(String, std::path::PathBuf)>> {
+    let entries = match fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if let Some(key) = session_key_of(&entry) {
+            files.push((key, entry.path()));
+        }
+    }
+    Ok(files)
+}
+
 /// The key stored in a directory entry, `None` unless it is a regular file named
 /// `<encoded key>.jsonl`.
 fn session_key_of(entry: &fs::DirEntry) -> Option<String> {

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use squidbot_core::store::{LoadedSession, SessionSummary, StoreError};
-use squidbot_types::session::{EntryBody, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
+use squidbot_types::session::{EntryBody, LeafLine, MessageRole, SESSION_FORMAT_VERSION, SessionEntry, SessionHeader};
 
 /// Characters of the last user message shown in a listing.
 const PREVIEW_CHARS: usize = 60;
@@ -50,9 +50,14 @@ pub(crate) fn parse_session(bytes: &[u8], path: &Path, key: &str) -> Result<Load
         warnings.push(format!("{file_label}: the header names session {:?}, not {key:?}", header.key));
     }
     let mut entries = Vec::new();
+    let mut moved_leaf = None;
     for line in lines {
         match serde_json::from_slice::<SessionEntry>(line.text) {
-            Ok(entry) => entries.push(entry),
+            Ok(entry) => {
+                entries.push(entry);
+                moved_leaf = None;
+            }
+            Err(_) if let Ok(leaf) = serde_json::from_slice::<LeafLine>(line.text) => moved_leaf = Some(leaf),
             Err(error) if line.torn => warnings.push(format!(
                 "{file_label}: line {}: skipped a torn last line (a write was cut short): {error}",
                 line.number
@@ -62,7 +67,7 @@ pub(crate) fn parse_session(bytes: &[u8], path: &Path, key: &str) -> Result<Load
             }
         }
     }
-    Ok(LoadedSession { header, entries, warnings })
+    Ok(LoadedSession { header, entries, moved_leaf, warnings })
 }
 
 /// One line of a session file.

@@ -150,7 +150,7 @@ async fn a_schema_three_database_gains_the_job_table() {
     let connection = rusqlite::Connection::open(&path).unwrap();
     let version: u32 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
     assert_eq!(version, squidbot_store::SCHEMA_VERSION);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     assert_eq!(store.revision().await.unwrap(), 1);
 }
 

@@ -453,7 +453,7 @@ fn a_database_of_schema_seven_upgrades_with_its_data() {
             )
             .unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 10);
+    assert_eq!(SCHEMA_VERSION, 11);
     let database = Database::open(&path).unwrap();
     let connection = Connection::open(&path).unwrap();
     let count = |table: &str| -> i64 {
@@ -467,7 +467,7 @@ fn a_database_of_schema_seven_upgrades_with_its_data() {
         .unwrap();
     assert_eq!(counts, (1, 1));
     let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     // The new tables work at once.
     let directory = SqliteDirectory::new(database);
     directory.add_user(&user("alice", "admin")).unwrap();

@@ -397,7 +397,12 @@ async fn a_denial_reaches_the_model_as_a_refusal_and_the_request_goes_where_the_
     harness.deliver(direct("chat", "1", "ann-chat", "/status")).await;
     let status = harness.wait_for("chat", "dm-ann-chat", "the status", |text| text.starts_with("model:")).await;
     assert!(status.contains("you: ANN (admin)"), "{status}");
-    assert!(status.contains("commands: /new, /stop, /status, /usage, /approve ID, /deny ID [reason]"), "{status}");
+    assert!(
+        status.contains(
+            "commands: /new, /stop, /status, /fork, /compact, /model [NAME], /usage, /approve ID, /deny ID [reason]"
+        ),
+        "{status}"
+    );
 
     harness.deliver(direct("tg", "1", "bob-tg", "run ls")).await;
     let note = harness.wait_for("chat", "dm-ann-chat", "the request", |text| text.starts_with("🔐")).await;

@@ -36,6 +36,44 @@ pub(super) const REPLY: &str = "hello from the model";
 /// Each model call's tokens (input, output).
 pub(super) const CALL_TOKENS: (u64, u64) = (10, 5);
 
+/// A search that reads every stored session (what the real index answers, slowly): the
+/// tests check which scope the gateway asks for.
+struct StoreSearch(Arc<dyn squidbot_core::store::DynSessionStore>);
+
+impl squidbot_core::store::search::SessionSearch for StoreSearch {
+    async fn search<'a>(
+        &'a self,
+        query: &'a str,
+        scope: squidbot_core::store::search::SearchScope<'a>,
+        limit: usize,
+    ) -> Result<Vec<squidbot_core::store::search::SearchHit>, squidbot_core::store::search::SearchError> {
+        use squidbot_core::store::search::{SearchError, SearchHit, SearchScope};
+        let failed = |error: squidbot_core::store::StoreError| SearchError::Index(error.to_string());
+        let mut hits = Vec::new();
+        for summary in self.0.list_boxed().await.map_err(failed)? {
+            if matches!(scope, SearchScope::Context(context) if context != summary.context) {
+                continue;
+            }
+            let Some(loaded) = self.0.load_boxed(&summary.key).await.map_err(failed)? else { continue };
+            for entry in loaded.entries {
+                let text = serde_json::to_string(&entry.body).unwrap_or_default();
+                if text.contains(query) {
+                    hits.push(SearchHit {
+                        key: summary.key.clone(),
+                        context: summary.context.clone(),
+                        entry_id: entry.id,
+                        timestamp: entry.timestamp,
+                        kind: entry.body.type_name().to_owned(),
+                        snippet: text,
+                    });
+                }
+            }
+        }
+        hits.truncate(limit);
+        Ok(hits)
+    }
+}
+
 /// User `id`'s gateway token.
 pub(super) fn token_of(id: &str) -> String {
     format!("{TOKEN_PREFIX}{id}0123456789abcdef0123456789abcdef")
@@ -124,7 +162,9 @@ impl World {
             None,
             Arc::new(SystemClock),
         );
+        let search = StoreSearch(runner.agent().store().clone());
         let services = Services {
+            session_search: Some(Arc::new(search)),
             people: Some(people.clone()),
             audit_key,
             memories: Some(Arc::new(memories)),

@@ -46,6 +46,11 @@ async fn a_person_cant_list_read_watch_chat_into_reset_or_abort_anothers_session
             ("sessions.reset", json!({"sessionKey": victim})),
             ("chat.abort", json!({"sessionKey": victim})),
             ("workers.list", json!({"sessionKey": victim})),
+            ("sessions.tree", json!({"key": victim})),
+            ("sessions.fork", json!({"key": victim, "entryId": "x"})),
+            ("sessions.fork", json!({"key": victim, "entryId": "x", "as": "agent:main:user:bob:copy"})),
+            ("sessions.switch", json!({"key": victim, "entryId": "x"})),
+            ("sessions.export", json!({"key": victim, "format": "html"})),
         ];
         for (method, params) in attempts {
             let response = bob.call(method, params).await;
@@ -75,6 +80,25 @@ async fn a_person_cant_list_read_watch_chat_into_reset_or_abort_anothers_session
         "bob saw carol's events: {:?}",
         bob.events
     );
+}
+
+#[tokio::test]
+async fn a_person_searches_only_the_sessions_of_their_own_context() {
+    let world = World::start().await;
+    carol_and_the_owner_have_talked(&world).await;
+    let mut bob = world.person("bob").await;
+    bob.turn(json!({"message": "bob's own plan"})).await;
+
+    let found = bob.ok("sessions.search", json!({"query": "plan"})).await;
+    let hits = found["hits"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.iter().all(|hit| hit["context"] == "user:bob"), "{found}");
+    assert!(!texts(&found).contains(CAROL_SECRET), "bob found carol's words: {found}");
+    let mut carol = world.person("carol").await;
+    let found = carol.ok("sessions.search", json!({"query": "secret plan"})).await;
+    assert_eq!(found["hits"][0]["key"], CAROL_MAIN, "{found}");
+    let mut owner = world.owner().await;
+    let found = owner.ok("sessions.search", json!({"query": "plan"})).await;
+    assert_eq!(found["hits"].as_array().unwrap().len(), 2, "the owner's clients see every context: {found}");
 }
 
 #[tokio::test]
