@@ -17,6 +17,9 @@ pub struct SandboxRequest<'a> {
     pub environment: Vec<(String, OsString)>,
     /// Access this one command gets on top of the policy (none for `exec`).
     pub grants: Grants,
+    /// Run this program with these arguments directly, with no shell in between (a
+    /// hook's `command` list); `command` is then only what logs and errors show.
+    pub program: Option<&'a [String]>,
 }
 
 /// Per-command access on top of the policy: a skill install's clone needs its source
@@ -139,9 +142,13 @@ impl Sandbox for HostShell {
     }
 
     fn wrap(&self, request: SandboxRequest<'_>) -> Result<SandboxedCommand, SandboxError> {
+        let (program, arguments) = match request.program {
+            Some([program, arguments @ ..]) => (PathBuf::from(program), arguments.iter().map(OsString::from).collect()),
+            Some([]) | None => (PathBuf::from("sh"), vec![OsString::from("-c"), OsString::from(request.command)]),
+        };
         Ok(SandboxedCommand {
-            program: PathBuf::from("sh"),
-            arguments: vec![OsString::from("-c"), OsString::from(request.command)],
+            program,
+            arguments,
             environment: request.environment,
             current_dir: request.workspace.to_path_buf(),
             starts_own_session: false,
@@ -159,6 +166,7 @@ mod tests {
     fn host_shell_runs_sh_in_the_workspace() {
         let command = HostShell
             .wrap(SandboxRequest {
+                program: None,
                 command: "echo hi",
                 workspace: Path::new("/work"),
                 environment: vec![("PATH".to_owned(), OsString::from("/bin"))],

@@ -1,8 +1,10 @@
 //! What an executable `before_tool` hook adds to a tool call: a no-op hook (a shell
 //! script answering `{"decision":"allow"}`) run through `ExecutableHooks` in the sandbox
 //! backend in force (landlock when it works here, else what the probe picks), against the
-//! call path with no hooks configured (finding none that match). Alternating, one call
-//! each, so both see the same machine; p50 and p99 and the added time per call.
+//! call path with no hooks configured (finding none that match), and against the same hook
+//! run with no sandbox (what starting a program costs on this machine at this moment).
+//! Alternating, one call each, so all see the same machine; p50 and p99 and the added
+//! time per call.
 //!
 //! `cargo bench -p squidbot-sandbox --bench hooks`; `HOOK_BENCH_RUNS` (default 300) sets
 //! the rounds.
@@ -77,7 +79,9 @@ fn main() {
         fail_open: false,
         write: Vec::new(),
     };
-    let with_hook = ExecutableHooks::new(&[hook], sandbox.clone()).unwrap();
+    let with_hook = ExecutableHooks::new(std::slice::from_ref(&hook), sandbox.clone()).unwrap();
+    // The same hook unconfined: what starting any program costs here, beside the rest.
+    let unconfined = ExecutableHooks::new(&[hook], Arc::new(squidbot_core::sandbox::HostShell)).unwrap();
     let without = ExecutableHooks::new(&[], sandbox).unwrap();
     let input = json!({
         "tool": "read_file", "arguments": {"path": "notes/todo.txt"},
@@ -87,9 +91,9 @@ fn main() {
         for _ in 0..10 {
             assert_eq!(before_tool(&with_hook, &input).await, 1);
         }
-        let mut samples = [Vec::with_capacity(runs), Vec::with_capacity(runs)];
+        let mut samples = [Vec::with_capacity(runs), Vec::with_capacity(runs), Vec::with_capacity(runs)];
         for _ in 0..runs {
-            for (hooks, samples) in [&without, &with_hook].into_iter().zip(&mut samples) {
+            for (hooks, samples) in [&without, &with_hook, &unconfined].into_iter().zip(&mut samples) {
                 let started = Instant::now();
                 std::hint::black_box(before_tool(hooks, &input).await);
                 samples.push(started.elapsed());
@@ -97,9 +101,10 @@ fn main() {
         }
         samples
     });
-    let [mut baseline, mut hooked] = samples;
+    let [mut baseline, mut hooked, mut bare] = samples;
     baseline.sort();
     hooked.sort();
+    bare.sort();
     println!("{runs} tool calls each, alternating, after 10 warm-up calls");
     println!(
         "no hooks           p50 {:>8.4} ms  p99 {:>8.4} ms",
@@ -110,6 +115,15 @@ fn main() {
         "no-op before_tool  p50 {:>8.3} ms  p99 {:>8.3} ms",
         milliseconds(percentile(&hooked, 0.5)),
         milliseconds(percentile(&hooked, 0.99))
+    );
+    println!(
+        "same hook, no sandbox p50 {:>8.3} ms  p99 {:>8.3} ms (what starting a program costs here)",
+        milliseconds(percentile(&bare, 0.5)),
+        milliseconds(percentile(&bare, 0.99))
+    );
+    println!(
+        "confined / unconfined p50 ratio {:.2}",
+        milliseconds(percentile(&hooked, 0.5)) / milliseconds(percentile(&bare, 0.5))
     );
     println!(
         "added per call     p50 {:>8.3} ms  p99 {:>8.3} ms",

@@ -164,6 +164,7 @@ mod tests {
         Launch {
             confiner: Confiner::Bubblewrap,
             command: "true".to_owned(),
+            program: None,
             workspace,
             read_only: vec![PathBuf::from("/usr"), PathBuf::from("/etc"), PathBuf::from("/dev/null")],
             read_write: Vec::new(),

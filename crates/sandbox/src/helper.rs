@@ -138,8 +138,8 @@ fn landlock(launch: &Launch) -> Result<HelperError, HelperError> {
     if launch.report {
         report(&format!("landlock abi={} tcp_rules={}", enforced.abi, enforced.tcp_rules))?;
     }
-    let error = std::process::Command::new("/bin/sh").arg("-c").arg(&launch.command).exec();
-    Ok(fail("execute /bin/sh", error))
+    let error = command_of(launch).exec();
+    Ok(fail("execute the command", error))
 }
 
 fn bubblewrap(launch: &Launch) -> Result<HelperError, HelperError> {
@@ -164,10 +164,31 @@ fn bubblewrap(launch: &Launch) -> Result<HelperError, HelperError> {
     if launch.report {
         report(&format!("bubblewrap program={}", program.display()))?;
     }
-    let error =
-        std::process::Command::new(&program).args(arguments).arg("/bin/sh").arg("-c").arg(&launch.command).exec();
+    let mut command = std::process::Command::new(&program);
+    command.args(arguments);
+    match launch.program.as_deref() {
+        Some(words @ [_, ..]) => command.args(words),
+        Some([]) | None => command.arg("/bin/sh").arg("-c").arg(&launch.command),
+    };
+    let error = command.exec();
     drop(readers);
     Ok(fail(&format!("execute {}", program.display()), error))
+}
+
+/// What the helper becomes: the program given, or `sh -c` of the command line.
+fn command_of(launch: &Launch) -> std::process::Command {
+    match launch.program.as_deref() {
+        Some([program, arguments @ ..]) => {
+            let mut command = std::process::Command::new(program);
+            command.args(arguments);
+            command
+        }
+        Some([]) | None => {
+            let mut command = std::process::Command::new("/bin/sh");
+            command.arg("-c").arg(&launch.command);
+            command
+        }
+    }
 }
 
 /// One status line for a probe, written before the command's own output.

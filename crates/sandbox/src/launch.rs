@@ -39,6 +39,9 @@ pub struct Launch {
     pub confiner: Confiner,
     /// The `sh -c` command line.
     pub command: String,
+    /// A program and its arguments run directly instead of `command` through `sh -c`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<Vec<String>>,
     /// The workspace: writable, and the working directory.
     pub workspace: PathBuf,
     /// Readable and executable paths.

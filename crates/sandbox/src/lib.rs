@@ -302,6 +302,7 @@ impl LinuxSandbox {
         let launch = Launch {
             confiner,
             command: request.command.to_owned(),
+            program: request.program.map(<[String]>::to_vec),
             workspace: request.workspace.to_path_buf(),
             read_only,
             read_write,

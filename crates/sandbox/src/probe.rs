@@ -46,6 +46,7 @@ pub fn probe(confiner: Confiner, helper: &Path, paths: &ResolvedPaths, bwrap: Op
         cgroup: None,
         bwrap,
         report: true,
+        program: None,
         rules: None,
     };
     let description = serde_json::to_string(&launch).map_err(|error| format!("can't describe the probe: {error}"))?;

@@ -120,6 +120,7 @@ impl Fixture {
                 workspace: &self.workspace,
                 environment: vec![("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".into())],
                 grants,
+                program: None,
             })
             .unwrap();
         let output = std::process::Command::new(&wrapped.program)

@@ -182,6 +182,7 @@ impl ExecTool {
             workspace: directory,
             environment: environment::with_skill_variables(filtered, skill_variables),
             grants: Grants::default(),
+            program: None,
         };
         sandbox.wrap(request).map_err(|error| ToolError::Fatal(format!("can't run commands: {error}")))
     }

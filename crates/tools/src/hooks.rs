@@ -254,11 +254,11 @@ async fn run_confined(
 ) -> Result<Vec<u8>, HookFailure> {
     let setup = |error: std::io::Error| HookFailure::Spawn(error.to_string());
     let directory = tempfile::Builder::new().prefix("squidbot-hook-").tempdir().map_err(setup)?;
-    // `exec`: the shell becomes the hook instead of forking it.
-    let words = hook.command.iter().map(|word| shell_quote(word)).collect::<Vec<_>>().join(" ");
-    let command_line = format!("exec {words}");
+    // Shown in logs and errors; the program itself runs with no shell in between.
+    let command_line = hook.command.iter().map(|word| shell_quote(word)).collect::<Vec<_>>().join(" ");
     let request = SandboxRequest {
         command: &command_line,
+        program: Some(&hook.command),
         workspace: directory.path(),
         environment: vec![("PATH".to_owned(), DEFAULT_PATH.into())],
         grants: Grants {

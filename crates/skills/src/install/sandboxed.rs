@@ -88,7 +88,13 @@ impl SandboxedInstall {
         let network = grants.network == NetworkGrant::Allowed;
         let wrapped = self
             .sandbox
-            .wrap(SandboxRequest { command, workspace, environment: Self::environment(workspace, network), grants })
+            .wrap(SandboxRequest {
+                command,
+                workspace,
+                environment: Self::environment(workspace, network),
+                grants,
+                program: None,
+            })
             .map_err(|error| error.to_string())?;
         let mut process = Command::new(&wrapped.program);
         process
