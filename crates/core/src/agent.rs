@@ -71,8 +71,8 @@ pub trait AgentEvents: Send + Sync {
     fn stream_reset(&self) {}
     /// A tool call is about to run.
     fn tool_started(&self, _call: &ToolCall) {}
-    /// A tool call finished.
-    fn tool_finished(&self, _call: &ToolCall, _is_error: bool) {}
+    /// A tool call finished; `output` is what it returned (or its error), secrets redacted.
+    fn tool_finished(&self, _call: &ToolCall, _is_error: bool, _output: &str) {}
     /// A tool handed the people of the conversation a file.
     fn file_shared(&self, _file: &SharedFile) {}
     /// Something the user should know that is not part of the reply.

@@ -108,6 +108,9 @@ pub enum TurnEventKind {
         is_error: bool,
         /// How long it ran.
         duration: Duration,
+        /// What it returned (or its error), secrets redacted, cut to
+        /// [`TOOL_OUTPUT_EVENT_CHARS`] characters with a note saying so.
+        output: String,
     },
     /// Something the user should know that is not part of the reply.
     Warning {
@@ -194,6 +197,22 @@ pub enum TurnEventKind {
         /// The envelope, `(ROLE #N): [TAG] body`.
         text: String,
     },
+}
+
+/// How much of a tool's output its finish event carries: enough to show, small enough that
+/// a chatty tool does not flood every client (the session file keeps it whole).
+pub const TOOL_OUTPUT_EVENT_CHARS: usize = 4_000;
+
+/// `output` as a tool's finish event carries it: at most [`TOOL_OUTPUT_EVENT_CHARS`]
+/// characters, then a note of what was left out.
+pub fn tool_output_for_event(output: &str) -> String {
+    match output.char_indices().nth(TOOL_OUTPUT_EVENT_CHARS) {
+        None => output.to_owned(),
+        Some((cut, _)) => {
+            let left_out = output[cut..].chars().count();
+            format!("{}\n[… {left_out} more characters; the session keeps the whole output]", &output[..cut])
+        }
+    }
 }
 
 impl TurnEventKind {

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::{Agent, AgentError, AgentEvents, ModelCallReport, TurnInput, TurnStatus};
 use crate::delegation::{BackgroundResult, BackgroundSink, Delegator};
-use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind};
+use crate::events::{EventHub, Filter, RunEnd, Subscription, TurnEvent, TurnEventKind, tool_output_for_event};
 use crate::session::Session;
 use crate::store::Durability;
 use crate::sync::lock;
@@ -552,13 +552,14 @@ impl AgentEvents for Turn<'_> {
         });
     }
 
-    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
+    fn tool_finished(&self, call: &ToolCall, is_error: bool, output: &str) {
         let began = lock(&self.tools).remove(&call.id);
         self.publish(TurnEventKind::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),
             is_error,
             duration: began.map(|began| began.elapsed()).unwrap_or_default(),
+            output: tool_output_for_event(output),
         });
     }
 

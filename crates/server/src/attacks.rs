@@ -341,7 +341,7 @@ async fn two_hundred_wrong_tokens_are_slowed_refused_and_logged_while_the_right_
 #[tokio::test]
 async fn the_web_ui_can_not_be_framed_or_sniffed_and_metrics_need_credentials() {
     let served = token_gateway().await;
-    for path in ["/", "/ui/app.js", "/ui/markdown.js", "/ui/cards.js", "/ui/app.css"] {
+    for path in ["/", "/ui/app.js", "/ui/markdown.js", "/ui/cards.js", "/ui/usage.js", "/ui/tree.js", "/ui/app.css"] {
         let reply = served.get(path, None).await;
         assert_eq!(reply.status, 200, "{path}");
         let policy = reply.header("content-security-policy").unwrap_or_default();
@@ -353,8 +353,8 @@ async fn the_web_ui_can_not_be_framed_or_sniffed_and_metrics_need_credentials() 
     let page = served.get("/", None).await.body.to_ascii_lowercase();
     // Every script is one of the UI's own files; none is inline.
     let scripts = page.matches("<script").count();
-    assert_eq!(scripts, 3, "{page}");
-    for name in ["markdown.js", "cards.js", "app.js"] {
+    assert_eq!(scripts, 5, "{page}");
+    for name in ["markdown.js", "cards.js", "usage.js", "tree.js", "app.js"] {
         assert!(page.contains(&format!(r#"<script src="/ui/{name}" defer></script>"#)), "{name}");
     }
     assert!(!page.contains("javascript:"));

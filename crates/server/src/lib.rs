@@ -16,6 +16,7 @@ mod people;
 mod redact;
 pub mod tls;
 mod ui;
+mod uploads;
 pub mod ws;
 
 use std::net::IpAddr;
@@ -85,6 +86,9 @@ pub struct Services {
     /// Full-text search over the transcripts, for `sessions.search` (`UNAVAILABLE`
     /// without it).
     pub session_search: Option<Arc<dyn squidbot_core::store::search::DynSessionSearch>>,
+    /// Where files sent with `chat.send` and image parts of `/v1/chat/completions` are
+    /// kept (the session's files directory); without it such uploads are refused.
+    pub attachments: Option<Arc<dyn squidbot_core::attachments::AttachmentStore>>,
 }
 
 /// When user `id`'s gateway token was made (ms since the Unix epoch), `None` without one.

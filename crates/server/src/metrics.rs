@@ -75,6 +75,17 @@ struct Data {
     workers_started: BTreeMap<String, u64>,
     workers_finished: BTreeMap<(String, &'static str), u64>,
     delegation_seconds: BTreeMap<String, Histogram>,
+    /// Per provider: whether its last model call succeeded, and when (ms since the epoch).
+    last_llm_call: BTreeMap<String, LastCall>,
+}
+
+/// A provider's most recent model call, for `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastCall {
+    /// It answered.
+    pub ok: bool,
+    /// When it ended, ms since the Unix epoch.
+    pub at_ms: i64,
 }
 
 /// Gauges read at render time.
@@ -139,6 +150,7 @@ impl Metrics {
                 let (provider, model) = split_model(model);
                 let result = if *ok { "ok" } else { "error" };
                 *data.llm_calls.entry((provider.clone(), model.clone(), result)).or_default() += 1;
+                data.last_llm_call.insert(provider.clone(), LastCall { ok: *ok, at_ms: event.at_ms });
                 data.llm_seconds.entry((provider.clone(), model.clone())).or_default().observe(*duration);
                 let name = if provider.is_empty() { model } else { format!("{provider}/{model}") };
                 *data.tokens.entry((name.clone(), "input")).or_default() += usage.input_tokens;
@@ -203,6 +215,11 @@ impl Metrics {
         let input = data.tokens.iter().filter(|((_, direction), _)| *direction == "input").map(|(_, n)| n).sum();
         let output = data.tokens.iter().filter(|((_, direction), _)| *direction == "output").map(|(_, n)| n).sum();
         (turns, input, output)
+    }
+
+    /// `provider`'s most recent model call, if it had one since the start.
+    pub fn last_call(&self, provider: &str) -> Option<LastCall> {
+        lock(&self.data).last_llm_call.get(provider).copied()
     }
 
     /// An answered HTTP request.

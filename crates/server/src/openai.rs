@@ -21,6 +21,7 @@ use squidbot_types::Usage;
 use squidbot_types::people::Actor;
 
 use crate::people::{Caller, ClaimError, Door, Ownership};
+use crate::uploads::{Upload, UploadError};
 use crate::{Gateway, Refusal};
 
 /// Longest accepted `user` value.
@@ -71,6 +72,8 @@ pub async fn models(
 /// What a chat request asks for.
 struct ChatRequest {
     input: String,
+    /// The last user message's image parts.
+    images: Vec<Upload>,
     /// The `user` field (`default` without one): it names the session.
     user: String,
     stream: bool,
@@ -100,6 +103,27 @@ fn content_text(content: &Value) -> Option<String> {
     }
 }
 
+/// The `image_url` parts of a message's `content` array, decoded; remote URLs are
+/// refused, never fetched.
+fn content_images(content: &Value) -> Result<Vec<Upload>, UploadError> {
+    let Value::Array(parts) = content else { return Ok(Vec::new()) };
+    let images = parts
+        .iter()
+        .filter(|part| part["type"] == "image_url")
+        .enumerate()
+        .map(|(position, part)| {
+            // `image_url` is an object `{url}` in the API, a bare string in some clients.
+            let url = part["image_url"]["url"].as_str().or_else(|| part["image_url"].as_str());
+            match url {
+                Some(url) => Upload::from_image_url(url, position),
+                None => Err(UploadError::BadDataUrl { reason: "an image_url part has no url".into() }),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::uploads::check(&images)?;
+    Ok(images)
+}
+
 /// Reads a chat request; the error is the message for a 400 response.
 fn parse_request(body: &[u8]) -> Result<ChatRequest, String> {
     let value: Value = serde_json::from_slice(body).map_err(|problem| format!("invalid JSON body: {problem}"))?;
@@ -109,9 +133,13 @@ fn parse_request(body: &[u8]) -> Result<ChatRequest, String> {
         .rev()
         .find(|message| message["role"] == "user")
         .ok_or_else(|| "`messages` has no user message".to_owned())?;
-    let input = content_text(&last_user["content"])
-        .filter(|text| !text.trim().is_empty())
-        .ok_or_else(|| "the last user message has no text content".to_owned())?;
+    let images = content_images(&last_user["content"]).map_err(|error| error.to_string())?;
+    let input = content_text(&last_user["content"]).filter(|text| !text.trim().is_empty());
+    let input = match input {
+        Some(input) => input,
+        None if !images.is_empty() => String::new(),
+        None => return Err("the last user message has no text content".to_owned()),
+    };
     let user = match &value["user"] {
         Value::Null => "default".to_owned(),
         Value::String(user) if !user.trim().is_empty() && user.chars().count() <= MAX_USER_CHARS => user.clone(),
@@ -119,6 +147,7 @@ fn parse_request(body: &[u8]) -> Result<ChatRequest, String> {
     };
     Ok(ChatRequest {
         input,
+        images,
         user,
         stream: value["stream"].as_bool().unwrap_or(false),
         include_usage: value["stream_options"]["include_usage"].as_bool().unwrap_or(false),
@@ -186,7 +215,7 @@ async fn claim(gateway: &Gateway, actor: &Actor, key: &str) -> Result<(), Respon
 }
 
 async fn answer(gateway: &Arc<Gateway>, caller: &Caller, body: &Bytes) -> Response {
-    let request = match parse_request(body) {
+    let mut request = match parse_request(body) {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),
     };
@@ -196,10 +225,23 @@ async fn answer(gateway: &Arc<Gateway>, caller: &Caller, body: &Bytes) -> Respon
     {
         return response;
     }
+    let store = gateway.services.attachments.as_deref();
+    let (input, images) = match crate::uploads::save(
+        store,
+        &session_key,
+        std::mem::take(&mut request.images),
+        std::mem::take(&mut request.input),
+    ) {
+        Ok(saved) => saved,
+        Err(problem) if problem.is_client_error() => {
+            return error(StatusCode::BAD_REQUEST, "invalid_request_error", problem.to_string());
+        }
+        Err(problem) => return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", problem.to_string()),
+    };
     let run = RunRequest {
         session_key,
-        input: request.input.clone(),
-        images: Vec::new(),
+        input,
+        images,
         origin: "openai".into(),
         run_id: Some(format!("chatcmpl-{}", squidbot_core::ids::entry_id())),
         correlation_id: None,

@@ -8,6 +8,8 @@ const INDEX_HTML: &str = include_str!("../ui/index.html");
 const APP_JS: &str = include_str!("../ui/app.js");
 const MARKDOWN_JS: &str = include_str!("../ui/markdown.js");
 const CARDS_JS: &str = include_str!("../ui/cards.js");
+const USAGE_JS: &str = include_str!("../ui/usage.js");
+const TREE_JS: &str = include_str!("../ui/tree.js");
 const APP_CSS: &str = include_str!("../ui/app.css");
 
 /// Only our own files may load, and the page may only talk to its own origin (the
@@ -27,6 +29,8 @@ pub async fn asset(Path(name): Path<String>) -> Response {
         "app.js" => embedded(APP_JS, "text/javascript; charset=utf-8"),
         "markdown.js" => embedded(MARKDOWN_JS, "text/javascript; charset=utf-8"),
         "cards.js" => embedded(CARDS_JS, "text/javascript; charset=utf-8"),
+        "usage.js" => embedded(USAGE_JS, "text/javascript; charset=utf-8"),
+        "tree.js" => embedded(TREE_JS, "text/javascript; charset=utf-8"),
         "app.css" => embedded(APP_CSS, "text/css; charset=utf-8"),
         _ => StatusCode::NOT_FOUND.into_response(),
     }
@@ -74,8 +78,8 @@ mod tests {
         assert_eq!(header_value(&response, header::CONTENT_TYPE), "text/html; charset=utf-8");
         assert_hardened(&response);
         let html = body_text(response).await;
-        // In this order: app.js uses what markdown.js and cards.js define.
-        let scripts: Vec<usize> = ["markdown.js", "cards.js", "app.js"]
+        // In this order: app.js uses what markdown.js, cards.js, usage.js and tree.js define.
+        let scripts: Vec<usize> = ["markdown.js", "cards.js", "usage.js", "tree.js", "app.js"]
             .iter()
             .map(|name| html.find(&format!(r#"<script src="/ui/{name}" defer></script>"#)).unwrap())
             .collect();
@@ -86,8 +90,8 @@ mod tests {
     #[tokio::test]
     async fn index_has_no_inline_script_or_style() {
         let html = body_text(index().await).await;
-        assert_eq!(html.matches("<script").count(), 3, "only the external scripts");
-        assert_eq!(html.matches("<script src=").count(), 3, "only the external scripts");
+        assert_eq!(html.matches("<script").count(), 5, "only the external scripts");
+        assert_eq!(html.matches("<script src=").count(), 5, "only the external scripts");
         assert!(!html.contains("<style"));
         assert!(!html.contains(" style="));
         assert!(!html.contains(" onclick=") && !html.contains(" onload="));
@@ -100,7 +104,9 @@ mod tests {
         assert_eq!(header_value(&script, header::CONTENT_TYPE), "text/javascript; charset=utf-8");
         assert_hardened(&script);
         assert_eq!(body_text(script).await, APP_JS);
-        for (name, body) in [("markdown.js", MARKDOWN_JS), ("cards.js", CARDS_JS)] {
+        for (name, body) in
+            [("markdown.js", MARKDOWN_JS), ("cards.js", CARDS_JS), ("usage.js", USAGE_JS), ("tree.js", TREE_JS)]
+        {
             let script = asset(Path(name.to_owned())).await;
             assert_eq!(header_value(&script, header::CONTENT_TYPE), "text/javascript; charset=utf-8");
             assert_hardened(&script);
@@ -133,7 +139,13 @@ mod tests {
             "DOMParser",
             "createContextualFragment",
         ];
-        for (name, script) in [("app.js", APP_JS), ("markdown.js", MARKDOWN_JS), ("cards.js", CARDS_JS)] {
+        for (name, script) in [
+            ("app.js", APP_JS),
+            ("markdown.js", MARKDOWN_JS),
+            ("cards.js", CARDS_JS),
+            ("usage.js", USAGE_JS),
+            ("tree.js", TREE_JS),
+        ] {
             for sink in sinks {
                 assert!(!script.contains(sink), "{name} uses {sink}");
             }

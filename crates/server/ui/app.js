@@ -544,7 +544,8 @@ function applyAgentEvent(payload) {
       squidCards.setToolState(card, 'running');
     } else {
       squidCards.setToolState(card, data.isError ? 'error' : 'ok', data.durationMs);
-      // The gateway's events carry no output (fetched when the run ends); a result here wins.
+      // The finish event carries the (redacted, cut) output; without it the card reads it
+      // back from the session when the run ends.
       if (data.result !== undefined) squidCards.setToolResult(card, contentText(data.result));
     }
     scrollLog();
@@ -569,8 +570,8 @@ function toolResults(result) {
   return { path, results };
 }
 
-// Tool events carry no output, so the cards of a finished run read theirs from the session;
-// the stored copy can lag the run's end a little, hence the retries.
+// The fallback for cards whose finish event carried no output (an older gateway): they read
+// theirs from the session; the stored copy can lag the run's end a little, hence the retries.
 async function fillToolResults(runId, attempts) {
   const cards = [...chat.tools.values()].filter((card) => card.dataset.runId === runId && card.dataset.callId
     && !card.dataset.result);
@@ -656,7 +657,7 @@ function historyFragment(messages, session) {
   const bubbles = new Map();
   for (const message of messages) {
     const bubble = messageBubble(message.role === 'user' ? 'user' : 'assistant', contentText(message.content));
-    if (message.id) { bubble.dataset.entryId = message.id; bubbles.set(message.id, bubble); }
+    if (message.id) { bubble.dataset.entryId = message.id; bubbles.set(message.id, bubble); squidTree.decorate(bubble); }
     if (message.role !== 'user') showThinking(bubble, messageThinking(message));
     fragment.append(bubble);
   }
@@ -695,6 +696,7 @@ async function loadChatHistory() {
     $('chat-log').append(historyFragment(history.messages || [], session));
     scrollLog();
     watchWorkers();
+    squidTree.refresh();
   } catch (error) {
     if (token === chat.historyToken) show($('chat-error'), "can't load history: " + error.message);
   } finally {
@@ -705,15 +707,21 @@ async function loadChatHistory() {
 async function sendMessage(event) {
   event.preventDefault();
   const input = $('chat-input');
-  const message = input.value.trim();
-  if (!message || chat.sending || chat.running.size || chat.historyLoading) return;
+  const typed = input.value.trim();
+  const attachments = squidUploads.pending();
+  if ((!typed && !attachments.length) || chat.sending || chat.running.size || chat.historyLoading) return;
+  const names = attachments.map((file) => file.name).join(', ');
+  const message = typed || 'Sent: ' + names;
   show($('chat-error'), '');
-  addMessage('user', message);
+  addMessage('user', typed && names ? message + '\n[attached: ' + names + ']' : message);
   input.value = '';
   chat.sending = true;
   updateChatControls();
   try {
-    const result = await request('chat.send', { sessionKey: chat.session, message, idempotencyKey: newId() });
+    const params = { sessionKey: chat.session, message, idempotencyKey: newId() };
+    if (attachments.length) params.attachments = attachments;
+    const result = await request('chat.send', params);
+    squidUploads.clear();
     if (result.runId) {
       chat.ownRuns.add(result.runId);
       for (const [payload, apply] of chat.early) if (payload.runId === result.runId) apply(payload);
@@ -1167,6 +1175,14 @@ async function addCronJob(event) {
   }
 }
 
+// `status` lists providers as configured (name, kind, redacted base URL) with their last call.
+function providerText(provider) {
+  const last = provider.lastCall;
+  const call = last ? 'last call ' + (last.ok ? 'ok' : 'failed') + ' ' + formatTime(last.at) : 'no calls yet';
+  return provider.name + ' (' + provider.kind + ') · ' + (provider.api_base || 'default URL')
+    + (provider.vision ? ' · vision' : '') + ' · ' + call;
+}
+
 async function loadStatus() {
   panelState('status', 'loading');
   try {
@@ -1176,7 +1192,7 @@ async function loadStatus() {
     $('status-model').textContent = status.model || '—';
     const providers = status.providers || [];
     $('status-providers').replaceChildren(...(providers.length ? providers.map((p) =>
-      h('li', { 'data-testid': 'status-provider' }, p.name + ': ' + (p.model || '?') + (p.role ? ' (' + p.role + ')' : '')))
+      h('li', { 'data-testid': 'status-provider' }, providerText(p)))
       : [h('li', { class: 'muted' }, 'none')]));
     const channels = status.channels || [];
     $('status-channels').replaceChildren(...(channels.length ? channels.map((c) =>
@@ -1198,15 +1214,6 @@ async function loadStatus() {
 
 // people: usage, users, approvals, audit
 
-const SVG = 'http://www.w3.org/2000/svg';
-
-function svg(tag, attributes, ...children) {
-  const element = document.createElementNS(SVG, tag);
-  for (const [name, value] of Object.entries(attributes || {})) element.setAttribute(name, String(value));
-  for (const child of children) element.append(child instanceof Node ? child : String(child));
-  return element;
-}
-
 function formatCost(cost) {
   return cost ? Number(cost).toFixed(4) : '—';
 }
@@ -1222,37 +1229,6 @@ function usageRow(row, testid) {
     h('td', {}, formatCost(row.cost)));
 }
 
-// One bar per UTC day of the last 30, days without usage included, tallest at full height.
-function usageChart(rows) {
-  const byDay = new Map(rows.map((row) => [row.key, row.tokens || 0]));
-  const days = [];
-  const today = new Date();
-  for (let back = 29; back >= 0; back -= 1) {
-    const day = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - back));
-    days.push(day.toISOString().slice(0, 10));
-  }
-  const highest = Math.max(1, ...days.map((day) => byDay.get(day) || 0));
-  const width = 600;
-  const height = 160;
-  const slot = width / days.length;
-  const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + (height + 20), class: 'bars', role: 'img',
-    'aria-label': 'tokens per day' });
-  days.forEach((day, index) => {
-    const tokens = byDay.get(day) || 0;
-    const barHeight = Math.round((tokens / highest) * height);
-    const bar = svg('rect', { x: index * slot + 2, y: height - barHeight, width: slot - 4, height: barHeight,
-      class: 'bar', 'data-day': day, 'data-tokens': tokens });
-    bar.append(svg('title', {}, day + ': ' + tokens + ' tokens'));
-    chart.append(bar);
-    if (index % 5 === 4 || index === days.length - 1) {
-      const last = index === days.length - 1;
-      chart.append(svg('text', { x: last ? width : index * slot + slot / 2, y: height + 15, class: 'bar-label',
-        'text-anchor': last ? 'end' : 'middle' }, day.slice(5)));
-    }
-  });
-  return chart;
-}
-
 async function loadUsage() {
   panelState('usage', 'loading');
   try {
@@ -1262,7 +1238,9 @@ async function loadUsage() {
       request('usage.get', { by: 'model', since: '30d' }),
     ]);
     $('usage-scope').textContent = isAdmin() ? 'everyone, last 30 days' : 'yours, last 30 days';
-    $('usage-chart').replaceChildren(usageChart(days.rows || []));
+    $('usage-chart').replaceChildren(squidUsage.dayChart(days.rows || []));
+    $('usage-days').replaceChildren(squidUsage.dayTable(days.rows || []));
+    $('usage-model-chart').replaceChildren(squidUsage.modelChart(models.rows || []));
     const total = days.total || {};
     $('usage-total').textContent = (total.calls ?? 0) + ' model calls · ' + (total.tokens ?? 0) + ' tokens · cost '
       + formatCost(total.cost);
@@ -1470,6 +1448,8 @@ function init() {
   });
   $('chat-stop').addEventListener('click', stopRun);
   $('chat-new').addEventListener('click', newConversation);
+  squidTree.init();
+  squidUploads.init();
   $('chat-session').addEventListener('change', (event) => switchSession(event.target.value));
   $('sessions-refresh').addEventListener('click', loadSessions);
   $('memory-search-form').addEventListener('submit', (event) => { event.preventDefault(); loadMemories(); });

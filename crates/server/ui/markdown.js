@@ -484,9 +484,12 @@
     const button = element('button', { type: 'button', class: 'md-copy', 'aria-label': 'Copy code', 'data-state': 'idle' },
       'Copy');
     button.addEventListener('click', () => copyCode(button, code));
+    // Long lines scroll sideways; focusable, the keyboard can scroll them too.
+    const pre = element('pre', {}, code);
+    pre.tabIndex = 0;
     return element('div', { class: 'md-code', 'data-language': language || undefined },
       element('div', { class: 'md-code-bar' }, element('span', { class: 'md-code-language' }, language || 'text'), button),
-      element('pre', {}, code));
+      pre);
   }
 
   // blocks

@@ -126,6 +126,8 @@ pub struct App {
     pub now_ms: u64,
     /// The terminal's size.
     pub size: (u16, u16),
+    /// Settled messages already wrapped, so a frame does not render them again.
+    pub(crate) rendered: crate::render::transcript::LineCache,
     commands: Vec<String>,
     paths: Vec<String>,
 }
@@ -152,6 +154,7 @@ impl App {
             busy: false,
             now_ms: 0,
             size: (80, 24),
+            rendered: Default::default(),
             commands,
             paths: options.paths,
         };
@@ -296,6 +299,11 @@ impl App {
         if trimmed.starts_with('/') && !trimmed.starts_with("//") {
             return self.command(trimmed);
         }
+        self.send(text)
+    }
+
+    /// Sends `text` as the user's message, unless a reply is still on its way.
+    fn send(&mut self, text: String) -> Vec<Effect> {
         if self.busy {
             self.editor.set_text(&text);
             self.transcript.push(Item::Notice("a reply is on its way; Esc stops it".into()));

@@ -117,7 +117,10 @@ impl<S: FrameSocket> GatewayTransport<S> {
                 Ok(())
             }
             Request::Extension { command, session, argument } => {
-                let method = format!("sessions.{command}");
+                let method = match command.as_str() {
+                    "approve" | "deny" => format!("approvals.{command}"),
+                    _ => format!("sessions.{command}"),
+                };
                 if !self.methods.contains(&method) {
                     events.send(Event::Unsupported { what: format!("/{command} (this gateway has no {method})") });
                     return Ok(());
@@ -139,6 +142,12 @@ impl<S: FrameSocket> GatewayTransport<S> {
                         params
                     }
                     "export" => json!({"key": session, "format": words.next().unwrap_or("md"), "active": true}),
+                    "approve" => json!({"id": argument}),
+                    "deny" => {
+                        let (id, reason) = argument.split_once(char::is_whitespace).unwrap_or((&argument, ""));
+                        let reason = reason.trim();
+                        if reason.is_empty() { json!({"id": id}) } else { json!({"id": id, "reason": reason}) }
+                    }
                     _ => json!({"key": session}),
                 };
                 let path = words.next().map(str::to_owned);
@@ -345,6 +354,17 @@ fn extension(command: &str, path: Option<String>, payload: &Value) -> Event {
             Event::Output { lines }
         }
         "fork" => Event::Switched { session: text(&payload["key"]) },
+        "approve" | "deny" => {
+            let approval = &payload["approval"];
+            Event::Output {
+                lines: vec![format!(
+                    "{} `{}`: {}",
+                    text(&approval["id"]),
+                    text(&approval["tool"]),
+                    text(&approval["status"])
+                )],
+            }
+        }
         "export" => {
             let format = text(&payload["format"]);
             let key = text(&payload["key"]);

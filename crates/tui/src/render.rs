@@ -2,7 +2,7 @@
 //! completion hint, the editor, the status line and a picker on top. Pure: the same
 //! state draws the same screen, which the snapshot tests pin on ratatui's test backend.
 
-mod transcript;
+pub(crate) mod transcript;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};

@@ -39,7 +39,12 @@ pub(super) async fn run_calls<'a>(
             futures_util::future::join_all(batch.iter().map(|call| run_one(registry, call, context, events, guards)))
                 .await;
         for (call, output) in batch.iter().zip(outputs) {
-            events.tool_finished(call, output.is_err());
+            let output = redact_output(call, output, events, leaks);
+            let text = match &output {
+                Ok(done) => done.content.as_str(),
+                Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) => message.as_str(),
+            };
+            events.tool_finished(call, output.is_err(), text);
             if let Ok(done) = &output {
                 for file in &done.files {
                     events.file_shared(file);
@@ -50,6 +55,25 @@ pub(super) async fn run_calls<'a>(
         index = end;
     }
     results
+}
+
+/// Redacts the secrets in what `call` returned (or the error it reported), before the
+/// model, the session file or any reader of the turn's events sees it.
+fn redact_output(
+    call: &ToolCall,
+    output: Result<ToolOutput, ToolError>,
+    events: &dyn AgentEvents,
+    leaks: &LeakScanner,
+) -> Result<ToolOutput, ToolError> {
+    let redacted = |text: String| redact(leaks, text, Outbound::ToolOutput { tool: &call.name }, events);
+    match output {
+        Ok(mut done) => {
+            done.content = redacted(done.content);
+            Ok(done)
+        }
+        Err(ToolError::RespondToModel(message)) => Err(ToolError::RespondToModel(redacted(message))),
+        Err(ToolError::Fatal(message)) => Err(ToolError::Fatal(redacted(message))),
+    }
 }
 
 /// Tells the readers of the turn's events (gateway clients, channels) that `call` starts,

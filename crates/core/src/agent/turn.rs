@@ -435,9 +435,9 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs the reply's tool calls and records their results, redacted. A fatal tool error
-    /// fails the turn; a tool that ends the turn makes its output the answer; a stop
-    /// ends the turn as cancelled. Otherwise the model goes on from the results.
+    /// Runs the reply's tool calls and records their results (redacted as each finishes). A
+    /// fatal tool error fails the turn; a tool that ends the turn makes its output the answer;
+    /// a stop ends the turn as cancelled. Otherwise the model goes on from the results.
     async fn run_tool_calls(&mut self, session: &mut Session, calls: &[ToolCall]) -> Result<Flow<()>, AgentError> {
         let context = ToolContext {
             workspace: self.workspace.path.clone(),
@@ -464,7 +464,6 @@ impl Turn<'_> {
                     (message, true, false)
                 }
             };
-            let content = redact(&self.agent.leaks, content, Outbound::ToolOutput { tool: &call.name }, self.events);
             if ends_turn {
                 final_reply.get_or_insert_with(|| content.clone());
             }

@@ -191,3 +191,12 @@ async fn a_lagging_watcher_is_cut_off_and_leaves_the_index() {
     assert_eq!(hub.subscriber_count(), 0);
     assert!(hub.lock().by_session.is_empty());
 }
+
+#[test]
+fn a_long_tool_output_is_cut_in_its_event_with_a_note() {
+    assert_eq!(tool_output_for_event("short"), "short");
+    let long = "é".repeat(TOOL_OUTPUT_EVENT_CHARS + 10);
+    let cut = tool_output_for_event(&long);
+    assert!(cut.starts_with(&"é".repeat(TOOL_OUTPUT_EVENT_CHARS)), "cut on a character boundary");
+    assert!(cut.ends_with("[… 10 more characters; the session keeps the whole output]"), "{cut}");
+}

@@ -11,6 +11,7 @@ use super::frame::{ErrorCode, MethodError};
 use super::params::{Count, NonBlank};
 use super::sessions::{claim, entries, ownership, session_key_for};
 use crate::people::Ownership;
+use crate::uploads::{Upload, UploadError};
 
 /// Params of `agent` and `chat.send`.
 #[derive(Debug, Clone, Deserialize)]
@@ -24,6 +25,23 @@ pub(crate) struct RunParams {
     pub(crate) message: NonBlank,
     /// The run's id; a fresh one when absent or empty.
     pub(crate) idempotency_key: Option<String>,
+    /// Files sent with the message, kept in the session's files directory; images reach
+    /// the model as image parts.
+    pub(crate) attachments: Option<Vec<AttachmentParams>>,
+}
+
+/// One file of `chat.send {attachments}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AttachmentParams {
+    /// The file's name as the user's machine calls it.
+    #[serde(alias = "fileName", default)]
+    pub(crate) name: String,
+    /// Its media type, e.g. `image/png`.
+    #[serde(alias = "mimeType", default)]
+    pub(crate) mime: String,
+    /// Its content, base64.
+    pub(crate) content: String,
 }
 
 /// `chat.history` params.
@@ -55,6 +73,15 @@ pub(crate) struct AbortParams {
 async fn start_run(connection: &mut Connection, params: RunParams) -> Result<(String, String), MethodError> {
     let key = session_key_for(&connection.caller, params.session_key.as_deref(), params.agent_id.as_deref())?;
     claim(connection, &key).await?;
+    let uploads = params
+        .attachments
+        .unwrap_or_default()
+        .iter()
+        .map(|file| Upload::from_base64(&file.name, &file.mime, &file.content))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(upload_error)?;
+    let store = connection.gateway.services.attachments.as_deref();
+    let (input, images) = crate::uploads::save(store, &key, uploads, params.message.0).map_err(upload_error)?;
     let run_id = match params.idempotency_key {
         Some(id) if !id.is_empty() => id,
         _ => format!("run-{}", squidbot_core::ids::session_id()),
@@ -63,8 +90,8 @@ async fn start_run(connection: &mut Connection, params: RunParams) -> Result<(St
     connection.watch(&key);
     let request = RunRequest {
         session_key: key.clone(),
-        input: params.message.0,
-        images: Vec::new(),
+        input,
+        images,
         origin: "openclaw".into(),
         run_id: Some(run_id),
         correlation_id: None,
@@ -77,6 +104,10 @@ async fn start_run(connection: &mut Connection, params: RunParams) -> Result<(St
         Err(RunError::ShuttingDown) => Err(MethodError::new(ErrorCode::Unavailable, "the gateway is shutting down")),
         Err(RunError::Invalid(message)) => Err(MethodError::invalid(message)),
     }
+}
+
+fn upload_error(error: UploadError) -> MethodError {
+    if error.is_client_error() { MethodError::invalid(error.to_string()) } else { MethodError::internal(error) }
 }
 
 /// `agent`: answered `accepted` now and again when the run ends.

@@ -440,7 +440,7 @@ async fn status(connection: &Connection) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "uptimeMs": gauges.uptime.as_millis() as u64,
         "model": gateway.runner.agent().settings().model,
-        "providers": gateway.services.providers,
+        "providers": providers_json(gateway),
         "channels": crate::channels::views(gateway).iter().map(crate::channels::channel_json).collect::<Vec<_>>(),
         "channelSummary": crate::channels::views(gateway)
             .iter()
@@ -460,6 +460,23 @@ async fn status(connection: &Connection) -> Value {
     }
     crate::redact::urls_in(&mut status);
     status
+}
+
+/// The configured providers with their last model call (`lastCall: null` before one).
+fn providers_json(gateway: &crate::Gateway) -> Vec<Value> {
+    gateway
+        .services
+        .providers
+        .iter()
+        .map(|provider| {
+            let mut shown = serde_json::to_value(provider).unwrap_or_else(|_| json!({"name": provider.name}));
+            shown["lastCall"] = match gateway.metrics.last_call(&provider.name) {
+                Some(call) => json!({"ok": call.ok, "at": call.at_ms}),
+                None => Value::Null,
+            };
+            shown
+        })
+        .collect()
 }
 
 /// A person as `hello-ok` and `status` show them.

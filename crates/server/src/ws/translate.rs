@@ -168,12 +168,13 @@ impl Runs {
                     serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| Value::String(arguments.clone()));
                 agent_event(out, event, "tool", ToolStart { args, name, phase: "start", tool_call_id: call_id });
             }
-            TurnEventKind::ToolFinished { call_id, name, is_error, duration } => {
+            TurnEventKind::ToolFinished { call_id, name, is_error, duration, output } => {
                 let data = ToolResult {
                     duration_ms: duration.as_millis() as u64,
                     is_error: *is_error,
                     name,
                     phase: "result",
+                    result: output,
                     tool_call_id: call_id,
                 };
                 agent_event(out, event, "tool", data);

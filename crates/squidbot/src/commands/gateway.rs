@@ -175,6 +175,7 @@ pub async fn run(environment: &Environment, arguments: &GatewayArgs) -> Result<(
         audit_key: Some(people_database.key.clone()),
         token_issued: Some(Arc::new(move |user: &str| directory.token_created_ms(user))),
         session_search: Some(Arc::new(environment.session_search()?)),
+        attachments: Some(Arc::new(squidbot_store::SessionFiles::new(environment.paths.sessions()))),
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
         .await

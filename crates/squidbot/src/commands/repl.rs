@@ -68,7 +68,7 @@ impl AgentEvents for TerminalEvents {
         self.status_line(&format!("  → {} {arguments}", call.name));
     }
 
-    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
+    fn tool_finished(&self, call: &ToolCall, is_error: bool, _output: &str) {
         if is_error {
             self.status_line(&format!("  ✗ {} failed (the model sees the error)", call.name));
         }

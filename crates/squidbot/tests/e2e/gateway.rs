@@ -224,3 +224,64 @@ async fn repeated_wrong_tokens_are_refused_but_never_the_right_one() {
     assert_eq!(health.status(), 200, "health stays reachable");
     running.child.kill().await.unwrap();
 }
+
+/// Starts the gateway with the test provider marked vision-capable, so images reach it.
+pub(crate) async fn start_with_vision(home: &Home) -> Running {
+    let mut command = home.command(&["gateway", "--port", "0"]);
+    command.env("SQUIDBOT__PROVIDERS__LOCAL__VISION", "true");
+    started(command).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_api_passes_data_url_images_and_refuses_remote_ones() {
+    use base64::Engine as _;
+    let server = ScriptedLlm::start().await;
+    let home = gateway_home(&server);
+    let mut running = start_with_vision(&home).await;
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.resize(512, 3);
+    let data_url = format!("data:image/png;base64,{}", base64::engine::general_purpose::STANDARD.encode(&png));
+
+    server.push(Reply::text("A small picture."));
+    let body = json!({"model": "local/test-model", "user": "pics", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is in this picture?"},
+        {"type": "image_url", "image_url": {"url": data_url}},
+    ]}]});
+    let response = running.chat_completions(&body).await;
+    assert_eq!(response.status(), 200);
+    let reply: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(reply["choices"][0]["message"]["content"], "A small picture.");
+    let asked = messages(&server.requests()[0].body).last().unwrap()["content"].clone();
+    let text = asked[0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("what is in this picture?") && text.contains("saved at"), "{asked}");
+    assert_eq!(asked[1]["type"], "image_url", "{asked}");
+    assert_eq!(asked[1]["image_url"]["url"], data_url.as_str(), "{asked}");
+    let saved: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".files"))
+        .flat_map(|directory| std::fs::read_dir(directory.path()).unwrap().flatten())
+        .map(|entry| std::fs::read(entry.path()).unwrap())
+        .collect();
+    assert_eq!(saved, vec![png], "the image is kept in the session's files directory");
+
+    for url in ["https://example.com/cat.png", "HTTP://example.com/cat.png"] {
+        let body = json!({"model": "local/test-model", "user": "pics", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "and this one?"},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]}]});
+        let response = running.chat_completions(&body).await;
+        assert_eq!(response.status(), 400, "{url}");
+        let refused: serde_json::Value = response.json().await.unwrap();
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("remote images are not fetched"), "{message}");
+    }
+    let oversized = format!("data:image/png;base64,{}", "A".repeat(1024 * 1024));
+    let body = json!({"model": "local/test-model", "user": "pics", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": oversized}},
+    ]}]});
+    assert_eq!(running.chat_completions(&body).await.status(), 400, "past the size cap");
+    assert_eq!(server.requests().len(), 1, "refused requests never reach the model");
+    server.assert_clean();
+    running.child.kill().await.unwrap();
+}

@@ -151,8 +151,8 @@ async fn tui_in_process_runs_a_tool_call_switches_model_and_quits() {
     let requests = server.requests();
     assert_eq!(requests.last().unwrap().body["model"], "other-model", "{:?}", requests.last().unwrap().body);
 
-    pane.type_line("/fork");
-    pane.wait_for(&["/fork in local mode: not available yet"]).await;
+    pane.type_line("/tree");
+    pane.wait_for(&["tree of cli:local", "user: say hi in the shell"]).await;
     pane.type_line("/quit");
     pane.wait_for_exit().await;
     let lines = home.session_lines("cli:local");
@@ -172,6 +172,11 @@ async fn tui_talks_to_a_running_gateway() {
     pane.wait_for(&[" gateway", "local/test-model", "tui:gateway"]).await;
     pane.type_line("say hi in the shell");
     pane.wait_for(&["exec echo hi", "## Done", "The shell said hi:"]).await;
+    // The gateway's finish event carries the output: the unfolded card shows it.
+    pane.keys(&["Tab", "Tab"]);
+    pane.wait_for(&["▾ ✓ exec", "│ hi"]).await;
+    pane.keys(&["Escape"]);
+    pane.wait_until_gone("Tab/Enter fold").await;
 
     pane.type_line("/model");
     pane.wait_for(&["models · Enter switches", "local/test-model"]).await;

@@ -25,6 +25,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+sys.dont_write_bytecode = True  # importing web_ui_axe must leave no __pycache__ in the source tree
+from web_ui_axe import check_axe, check_keyboard  # noqa: E402
+
 CHROMIUM_FLAGS = [
     "--headless=new",
     "--no-sandbox",
@@ -524,6 +527,92 @@ def check_cron(browser, stamp, require_scheduler):
     print("ok: Remove deleted the job")
 
 
+def chat_bubbles(browser, role=None):
+    selector = '#chat-log [data-testid="chat-message"]' + (f'[data-role="{role}"]' if role else "")
+    return browser.driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def open_chat_session(browser, session):
+    browser.click("nav-chat")
+    browser.wait_visible("panel-chat")
+    # Not `fill`: clearing the field alone would switch to the main session.
+    field = browser.element("chat-session")
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(session, Keys.TAB)
+    browser.wait(f"the chat to show {session}", lambda d: d.execute_script("return chat.session") == session)
+    browser.wait("Send to be enabled", lambda d: browser.clickable("chat-send"))
+
+
+def send_and_finish(browser, message, reply_timeout):
+    """Sends what the composer holds plus `message`; returns the finished reply's text."""
+    before = {bubble.get_attribute("data-run-id") for bubble in live_replies(browser)}
+    browser.fill("chat-input", message)
+    browser.click("chat-send")
+
+    def finished(_):
+        fresh = [bubble for bubble in live_replies(browser) if bubble.get_attribute("data-run-id") not in before]
+        return fresh[-1] if fresh and fresh[-1].get_attribute("data-state") != "streaming" else None
+
+    reply = browser.wait(f"the reply to {message!r}", finished, timeout=reply_timeout)
+    check(reply.get_attribute("data-state") == "final", f"the reply to {message!r} did not finish: {reply.text!r}")
+    return reply.find_element(By.CLASS_NAME, "msg-text").text
+
+
+def branch_items(browser):
+    return browser.driver.find_elements(By.CSS_SELECTOR, '#chat-branch-list [data-testid="branch"]')
+
+
+def check_branches_and_uploads(browser, session, image, reply_timeout):
+    """A PNG sent from the composer, a fork at the first message, two branches listed,
+    switching back, and an HTML export holding the messages."""
+    open_chat_session(browser, session)
+    browser.element("chat-file").send_keys(str(image))
+    browser.wait("the picked file to be listed", lambda d: len(d.find_elements(By.CSS_SELECTOR, '[data-testid="chat-attachment"]')) == 1)
+    first = send_and_finish(browser, "what is in this picture?", reply_timeout)
+    check("tiny picture" in first, f"unexpected reply to the picture: {first!r}")
+    check(browser.element("chat-attachments").get_attribute("hidden") is not None, "the sent file is still listed")
+    print("ok: a PNG picked in the composer was sent with the message")
+
+    # The transcript as loaded names its entries: each message offers "Fork here".
+    open_chat_session(browser, "agent:main:main")
+    open_chat_session(browser, session)
+    browser.wait("the transcript with Fork here buttons", lambda d: len(d.find_elements(By.CSS_SELECTOR, '#chat-log [data-testid="fork-here"]')) >= 2)
+    chat_bubbles(browser, "user")[0].find_element(By.CSS_SELECTOR, '[data-testid="fork-here"]').click()
+    browser.wait("the transcript to end at the forked message", lambda d: len(chat_bubbles(browser)) == 1)
+    second = send_and_finish(browser, "take another path", reply_timeout)
+    check("second branch" in second, f"unexpected reply on the new branch: {second!r}")
+
+    browser.click("chat-branches-toggle")
+    browser.wait("two branches listed", lambda d: browser.state("chat-branches") == "loaded" and len(branch_items(browser)) == 2)
+    active = [item.get_attribute("data-active") for item in branch_items(browser)]
+    check(active.count("true") == 1, f"not exactly one active branch: {active}")
+    browser.screenshot("12-branches.png")
+    browser.driver.find_element(By.CSS_SELECTOR, '#chat-branch-list [data-testid="branch-switch"]').click()
+    browser.wait(
+        "the first branch back in the chat",
+        lambda d: any("tiny picture" in bubble.text for bubble in chat_bubbles(browser, "assistant"))
+        and not any("second branch" in bubble.text for bubble in chat_bubbles(browser, "assistant")),
+    )
+    print("ok: forked at the first message, two branches listed, switched back")
+
+    browser.element("chat-export-format").send_keys("HTML")
+    browser.click("chat-export")
+    link = browser.wait_visible("chat-export-link")
+    check(link.get_attribute("href").startswith("blob:"), f"the export link is {link.get_attribute('href')!r}")
+    check(link.get_attribute("download").endswith(".html"), f"the export is named {link.get_attribute('download')!r}")
+    exported = browser.driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "request('sessions.export', {key: arguments[0], format: 'html'})"
+        ".then((result) => done(result.text), (error) => done('failed: ' + error.message));",
+        session,
+    )
+    for text in ("what is in this picture?", "take another path", "tiny picture"):
+        check(text in exported, f"the HTML export lacks {text!r}: {exported[:2000]!r}")
+    check(exported.lstrip().lower().startswith("<!doctype html"), "the export is not an HTML document")
+    browser.click("chat-branches-toggle")
+    print("ok: the session exported as HTML through a blob: download")
+
+
 def check_status(browser):
     browser.open_panel("status")
     browser.click("status-refresh")
@@ -537,6 +626,9 @@ def check_status(browser):
     check(version and version != "—", f"status shows no version: {version!r}")
     usage = browser.element("status-usage").text
     check(re.match(r"\d+ turns", usage), f"status usage {usage!r} is not a turn count")
+    provider = browser.driver.find_element(By.CSS_SELECTOR, '[data-testid="status-provider"]').text
+    check("?" not in provider and provider.startswith("local ("), f"status shows provider {provider!r}")
+    check("last call ok" in provider, f"status shows no successful call of {provider!r}")
     print(f"ok: status: version {version}, uptime {uptime}, model {model}, usage {usage}")
     browser.screenshot("07-status.png")
 
@@ -581,8 +673,14 @@ def run(browser, args):
     check_memory(browser, stamp)
     check_skills(browser)
     check_cron(browser, stamp, args.expect_cron)
+    if args.upload_image:
+        check_branches_and_uploads(browser, "agent:main:branches", args.upload_image, args.reply_timeout)
     check_status(browser)
     check_remembered_login(browser)
+    panels = [panel for panel in ("chat", "status", "usage", "users", "approvals") if browser.clickable(f"nav-{panel}")]
+    check_axe(browser, panels, fail=lambda message: check(False, message))
+    if args.keyboard_message:
+        check_keyboard(browser, args.keyboard_message, fail=lambda message: check(False, message))
     errors = console_errors(browser.driver)
     check(not errors, "the browser console has errors:\n" + "\n".join(errors))
     check_wrong_secret(browser, mode, secret)
@@ -602,6 +700,8 @@ def main():
     parser.add_argument("--expect-cron", action="store_true", help="the scheduler runs: add, pause and resume a job")
     parser.add_argument("--stop-message", help="also send this message and press Stop while it streams")
     parser.add_argument("--markdown-message", help="also send this message; the reply is the XSS corpus")
+    parser.add_argument("--keyboard-message", help="also send this message with Tab and Enter alone")
+    parser.add_argument("--upload-image", type=pathlib.Path, help="PNG to send; then fork, switch and export")
     parser.add_argument("--reply-timeout", type=float, default=60, help="seconds to wait for the reply")
     parser.add_argument("--timeout", type=float, default=15, help="seconds to wait for any other UI change")
     parser.add_argument("--chromium", default="/usr/bin/chromium")

@@ -2,17 +2,24 @@
 //! with a streamed reply and a tool call, stop a running reply, a Markdown reply and a
 //! tool result full of script injections (nothing runs, nothing loads, benign Markdown
 //! renders), open every panel, add a cron job from the Cron panel's form and pause, resume
-//! and remove it, and a refused login. Screenshots land in `target/artifacts/web-ui/`.
+//! and remove it, a PNG sent from the composer reaching the model as an image, a fork at
+//! the first message with two branches listed, a switch back and an HTML export, axe-core on the panels (desktop and 375 px, light and dark), a message
+//! sent with Tab and Enter alone, and a refused login. Screenshots land in `target/artifacts/web-ui/`.
 //! scripts/test installs Chromium, chromedriver and Selenium and names the Python in
-//! `SQUIDBOT_TEST_PYTHON`.
+//! `SQUIDBOT_TEST_PYTHON`, and axe-core's `axe.min.js` in `SQUIDBOT_TEST_AXE`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use base64::Engine as _;
 use serde_json::json;
 use squidbot_testkit::{Reply, ScriptedLlm};
 
-use crate::gateway::{TOKEN, gateway_home, start};
+use crate::gateway::{TOKEN, gateway_home, start_with_vision};
+
+/// A 1×1 PNG, the picture the browser sends.
+const TINY_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 /// Every payload would set `window.__pwned` or the title if it ever ran; around them, benign
 /// Markdown that must render (heading, emphasis, table, code with a Copy button, lists).
@@ -76,12 +83,17 @@ async fn the_web_ui_works_in_headless_chromium() {
     let home = gateway_home(&server);
     std::fs::create_dir_all(home.workspace()).unwrap();
     std::fs::write(home.workspace().join(XSS_FILE_NAME), XSS_FILE).unwrap();
-    let running = start(&home).await;
+    let image = home.path().join("tiny.png");
+    std::fs::write(&image, base64::engine::general_purpose::STANDARD.decode(TINY_PNG).unwrap()).unwrap();
+    let running = start_with_vision(&home).await;
     server.push(Reply::tool_call("list_dir", json!({})));
     server.push(Reply::text("The workspace is tidy and the browser sees this reply."));
     server.push(Reply::StallStream { text: "this reply will be stopped".into() });
     server.push(Reply::tool_call("read_file", json!({"path": XSS_FILE_NAME})));
     server.push(Reply::text(XSS_REPLY));
+    server.push(Reply::text("I see a tiny picture."));
+    server.push(Reply::text("This is a second branch."));
+    server.push(Reply::text("Sent from the keyboard and answered."));
 
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let screenshots = manifest.join("../../target/artifacts/web-ui");
@@ -97,7 +109,10 @@ async fn the_web_ui_works_in_headless_chromium() {
         .args(["--expect-reply", "the browser sees this reply", "--expect-tool", "list_dir"])
         .args(["--stop-message", "tell me a very long story"])
         .args(["--markdown-message", "show me everything Markdown can do"])
+        .args(["--keyboard-message", "typed and sent with the keyboard alone"])
         .arg("--expect-cron")
+        .arg("--upload-image")
+        .arg(&image)
         .kill_on_drop(true)
         .output();
     let output =
@@ -105,6 +120,10 @@ async fn the_web_ui_works_in_headless_chromium() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "web_ui.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("sent with Tab and Enter alone"), "no keyboard check:\n{stdout}");
+    if std::env::var_os("SQUIDBOT_TEST_AXE_UNAVAILABLE").is_none() {
+        assert!(stdout.contains("ok: axe at phone width in dark"), "no axe-core check:\n{stdout}");
+    }
     let names = [
         "01-login",
         "02-chat",
@@ -117,6 +136,7 @@ async fn the_web_ui_works_in_headless_chromium() {
         "09-markdown",
         "10-markdown-phone",
         "11-markdown-dark",
+        "12-branches",
     ];
     for name in names {
         let path = screenshots.join(format!("{name}.png"));
@@ -125,4 +145,13 @@ async fn the_web_ui_works_in_headless_chromium() {
     }
     let models_seen = server.requests().len();
     assert!(models_seen >= 5, "the chat reached the model ({models_seen} requests)");
+    let png_url = format!("data:image/png;base64,{TINY_PNG}");
+    let pictured = server.requests().iter().any(|request| {
+        crate::harness::messages(&request.body).iter().any(|message| {
+            message["content"].as_array().is_some_and(|parts| {
+                parts.iter().any(|part| part["type"] == "image_url" && part["image_url"]["url"] == png_url.as_str())
+            })
+        })
+    });
+    assert!(pictured, "the PNG sent from the browser reached the model as an image part");
 }

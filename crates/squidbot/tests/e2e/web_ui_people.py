@@ -28,6 +28,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 from web_ui import CHROMIUM_FLAGS, Browser, CheckFailed, check, check_logged_in, console_errors, log_in  # noqa: E402
+from web_ui_axe import check_axe  # noqa: E402
 
 ADMIN_PANELS = ("users", "approvals", "audit")
 
@@ -58,7 +59,8 @@ return {
   bars: chart ? Array.from(chart.querySelectorAll('rect.bar')).map((bar) => ({
     day: bar.dataset.day, tokens: Number(bar.dataset.tokens), height: Number(bar.getAttribute('height')),
   })) : [],
-  users: keys('usage-users'), models: keys('usage-models'),
+  users: keys('usage-users'), models: keys('usage-models'), days: keys('usage-days'),
+  modelBars: Array.from(document.querySelectorAll('#usage-model-chart li[data-key]')).map((bar) => bar.dataset.key),
   scope: document.getElementById('usage-scope').textContent,
   total: document.getElementById('usage-total').textContent,
 };
@@ -163,6 +165,8 @@ def read_usage(browser, user):
     check(all(bar in bars[-2:] for bar in busy), f"usage shows before today: {busy}")
     check(max(bar["height"] for bar in bars) == 160, f"the tallest bar is not at full height: {busy}")
     check("local/test-model" in usage["models"], f"the models table lists {usage['models']}")
+    check("local/test-model" in usage["modelBars"], f"the model chart shows {usage['modelBars']}")
+    check(usage["days"] == [bar["day"] for bar in busy], f"the day table lists {usage['days']}, the chart {busy}")
     check(re.match(r"[1-9]\d* model calls · [1-9]\d* tokens", usage["total"]), f"the usage total is {usage['total']!r}")
     return usage
 
@@ -214,6 +218,7 @@ def check_owner(browser, args):
     check_approvals(browser, args.user, args.approval_id)
     check_owner_usage(browser, args.user)
     check_audit(browser, args.user, args.approval_id)
+    check_axe(browser, ["chat", "usage", "users", "approvals", "audit"], fail=lambda message: check(False, message))
 
 
 def check_person(browser, args):

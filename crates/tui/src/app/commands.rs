@@ -18,7 +18,13 @@ const HELP: &[&str] = &[
     "/model [NAME]       list the models, or switch to NAME",
     "/status             the assistant's status",
     "/usage              tokens and cost of this session",
-    "/fork /tree /export session branches and export, where the gateway offers them",
+    "/tree               the session's entries and branches",
+    "/fork ID [KEY]      a new branch from entry ID (into session KEY when given)",
+    "/export [md|html] [PATH]  write the active branch to a file",
+    "/compact            summarise all but the last turn now",
+    "/archive            archive this session (using it again resumes it)",
+    "/approve ID, /deny ID [REASON]  decide a tool call waiting for an admin",
+    "/skill:NAME [TEXT]  ask the assistant to use skill NAME",
     "/quit               leave (also Ctrl-D on an empty line)",
     "Enter sends; Alt+Enter, Shift+Enter or Ctrl-J adds a line; Up/Down on an empty line browse history",
     "Tab completes /commands and @paths; on an empty line Tab selects the newest card, Tab/Enter folds it,",
@@ -56,18 +62,24 @@ impl App {
                     usage.input_tokens, usage.output_tokens
                 )]));
             }
-            "fork" | "tree" | "export" => {
+            "approve" | "deny" if argument.is_empty() => {
+                self.transcript.push(Item::Error(format!("/{name} needs a request id: /{name} ID")));
+            }
+            "fork" | "tree" | "export" | "compact" | "archive" | "approve" | "deny" => {
                 return vec![Effect::Request(Request::Extension {
                     command: name.to_owned(),
                     session,
                     argument: argument.to_owned(),
                 })];
             }
-            "compact" | "archive" | "approve" | "deny" => {
-                self.transcript.push(Item::Notice(format!("/{name} is not available yet")));
-            }
             skill if skill.starts_with("skill:") => {
-                self.transcript.push(Item::Notice(format!("/{skill} is not available yet")));
+                let skill = &skill["skill:".len()..];
+                let mut prompt = format!("Use the {skill} skill: read its SKILL.md and follow it.");
+                if !argument.is_empty() {
+                    prompt.push_str("\n\n");
+                    prompt.push_str(argument);
+                }
+                return self.send(prompt);
             }
             unknown => self.transcript.push(Item::Error(format!("unknown command /{unknown}; /help lists them"))),
         }

@@ -58,3 +58,52 @@ fn picking_a_model_asks_to_switch() {
     assert_eq!(app.update(key(KeyCode::Enter)), vec![Effect::Request(Request::SetModel { model: "b/two".into() })]);
     assert!(app.overlay.is_none());
 }
+
+#[test]
+fn approvals_and_skills_become_requests() {
+    let mut app = app();
+    let run = |app: &mut App, line: &str| {
+        app.update(Input::Paste(line.into()));
+        app.update(key(KeyCode::Enter))
+    };
+    assert_eq!(
+        run(&mut app, "/deny 7F3K2Q too risky"),
+        vec![Effect::Request(Request::Extension {
+            command: "deny".into(),
+            session: "cli:local".into(),
+            argument: "7F3K2Q too risky".into(),
+        })]
+    );
+    assert_eq!(run(&mut app, "/approve"), Vec::new(), "no id: the client says so, nothing is sent");
+    assert_eq!(
+        run(&mut app, "/skill:pdf the report"),
+        vec![Effect::Request(Request::Send {
+            session: "cli:local".into(),
+            message: "Use the pdf skill: read its SKILL.md and follow it.\n\nthe report".into(),
+        })]
+    );
+}
+
+#[test]
+fn a_settled_message_is_wrapped_once_per_width() {
+    let mut app = app();
+    app.update(Input::Transport(Event::History {
+        session: "cli:local".into(),
+        messages: vec![crate::transport::HistoryMessage {
+            role: crate::transport::Role::Assistant,
+            text: "## Title\n\nsome **bold** text".into(),
+        }],
+    }));
+    let first = crate::render::transcript::lines(&app, 40);
+    assert_eq!(crate::render::transcript::lines(&app, 40), first, "the cached lines are the rendered ones");
+    app.transcript.clear();
+    app.update(Input::Transport(Event::History {
+        session: "cli:local".into(),
+        messages: vec![crate::transport::HistoryMessage {
+            role: crate::transport::Role::Assistant,
+            text: "another reply".into(),
+        }],
+    }));
+    let replaced = crate::render::transcript::lines(&app, 40);
+    assert!(format!("{replaced:?}").contains("another reply"), "a changed message is rendered again: {replaced:?}");
+}

@@ -1,5 +1,8 @@
 //! The transcript as lines: messages, Markdown replies, tool cards, thinking, notices.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, PoisonError};
+
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -15,28 +18,58 @@ const SUMMARY_CHARS: usize = 60;
 /// Lines of a result shown on an unfolded card; the rest is counted.
 const RESULT_LINES: usize = 20;
 
+/// The wrapped lines of settled messages (user messages, finished replies) by transcript
+/// index: re-rendering a long session's Markdown on every frame (a tick is 200 ms) costs
+/// more than the frame. An entry is used only while its width and text are unchanged, and
+/// the cache never holds more entries than the transcript has items.
+#[derive(Debug, Default)]
+pub struct LineCache(Mutex<Vec<Option<Cached>>>);
+
+impl Clone for LineCache {
+    /// A copy starts empty: it fills again on its first frame.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+#[derive(Debug)]
+struct Cached {
+    width: usize,
+    fingerprint: u64,
+    lines: Vec<Line<'static>>,
+}
+
 /// Every line of the transcript at `width` columns.
 pub fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     let theme = &app.theme;
     let mut lines = Vec::new();
+    let mut cache = app.rendered.0.lock().unwrap_or_else(PoisonError::into_inner);
+    cache.resize_with(app.transcript.len(), || None);
     for (index, item) in app.transcript.iter().enumerate() {
         let selected = app.selected == Some(index);
         match item {
-            Item::User(text) => {
-                let marker = [Span::styled("› ", theme.accent)];
-                let indent = [Span::raw("  ")];
-                for (number, line) in text.split('\n').enumerate() {
-                    let first: &[Span<'static>] = if number == 0 { &marker } else { &indent };
-                    lines.extend(wrap(first, &indent, vec![Span::styled(line.to_owned(), theme.user)], width));
+            Item::User(text) | Item::Assistant { text, streaming: false } => {
+                let fingerprint = fingerprint(matches!(item, Item::User(_)), text);
+                let slot = &mut cache[index];
+                match slot {
+                    Some(cached) if cached.width == width && cached.fingerprint == fingerprint => {}
+                    _ => {
+                        let rendered = match item {
+                            Item::User(_) => user_lines(text, theme, width),
+                            _ => markdown::render(text, width, theme),
+                        };
+                        *slot = Some(Cached { width, fingerprint, lines: rendered });
+                    }
+                }
+                if let Some(cached) = slot {
+                    lines.extend(cached.lines.iter().cloned());
                 }
             }
-            Item::Assistant { text, streaming } => {
+            Item::Assistant { text, streaming: true } => {
                 let mut reply = markdown::render(text, width, theme);
-                if *streaming {
-                    match reply.last_mut() {
-                        Some(last) => last.spans.push(Span::styled("▍", theme.accent)),
-                        None => reply.push(Line::from(Span::styled("▍", theme.accent))),
-                    }
+                match reply.last_mut() {
+                    Some(last) => last.spans.push(Span::styled("▍", theme.accent)),
+                    None => reply.push(Line::from(Span::styled("▍", theme.accent))),
                 }
                 lines.extend(reply);
             }
@@ -67,6 +100,25 @@ pub fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
         lines.push(Line::default());
     }
     lines
+}
+
+fn user_lines(text: &str, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+    let marker = [Span::styled("› ", theme.accent)];
+    let indent = [Span::raw("  ")];
+    let mut lines = Vec::new();
+    for (number, line) in text.split('\n').enumerate() {
+        let first: &[Span<'static>] = if number == 0 { &marker } else { &indent };
+        lines.extend(wrap(first, &indent, vec![Span::styled(line.to_owned(), theme.user)], width));
+    }
+    lines
+}
+
+/// Tells a cached message from the one now at its index.
+fn fingerprint(from_user: bool, text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    from_user.hash(&mut hasher);
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn title_style(theme: &Theme, style: Style, selected: bool) -> Style {

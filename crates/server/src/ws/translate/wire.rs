@@ -102,7 +102,8 @@ pub(super) struct ToolStart<'a> {
     pub(super) tool_call_id: &'a str,
 }
 
-/// `tool` `result`.
+/// `tool` `result`; `result` (added to OpenClaw's shape) is the tool's output, redacted
+/// and cut to a few thousand characters.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ToolResult<'a> {
@@ -110,6 +111,7 @@ pub(super) struct ToolResult<'a> {
     pub(super) is_error: bool,
     pub(super) name: &'a str,
     pub(super) phase: &'static str,
+    pub(super) result: &'a str,
     pub(super) tool_call_id: &'a str,
 }
 

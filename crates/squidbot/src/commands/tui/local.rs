@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::wiring::Environment;
 
+mod commands;
+
 /// How often the session's sub-agents are reported while a turn runs.
 const WORKERS_EVERY: Duration = Duration::from_secs(1);
 
@@ -63,13 +65,18 @@ impl AgentEvents for Bridge {
         });
     }
 
-    fn tool_finished(&self, call: &ToolCall, is_error: bool) {
+    fn tool_finished(&self, call: &ToolCall, is_error: bool, output: &str) {
         let started = self.started.lock().ok().and_then(|mut started| started.remove(&call.id));
         let duration_ms = started.map_or(0, |started| started.elapsed().as_millis() as u64);
         if let Ok(mut durations) = self.durations.lock() {
             durations.insert(call.id.clone(), duration_ms);
         }
-        self.sink.send(Event::ToolFinished { id: call.id.clone(), is_error, duration_ms, result: None });
+        self.sink.send(Event::ToolFinished {
+            id: call.id.clone(),
+            is_error,
+            duration_ms,
+            result: Some(output.to_owned()),
+        });
     }
 
     fn file_shared(&self, file: &squidbot_core::tool::SharedFile) {
@@ -240,9 +247,7 @@ impl Local {
                 self.events.send(Event::Status(lines));
             }
             Request::Workers { session } => self.workers(&session),
-            Request::Extension { command, .. } => {
-                self.events.send(Event::Unsupported { what: format!("/{command} in local mode") });
-            }
+            Request::Extension { command, session, argument } => self.extension(&command, &session, &argument).await,
         }
     }
 
