@@ -1,8 +1,6 @@
 //! The runner's side of the session tree: listing, switching and forking a session that
 //! front ends may hold open, waiting for a running turn of it to end first.
 
-use squidbot_types::session::{HeaderTag, SESSION_FORMAT_VERSION, SessionHeader};
-
 use super::Runner;
 use crate::agent::AgentError;
 use crate::clock::rfc3339;
@@ -105,14 +103,7 @@ impl Runner {
     /// context); returns the copy's leaf.
     pub async fn fork_into(&self, key: &str, entry: &str, new_key: &str) -> Result<String, TreeError> {
         let whole = self.whole_session(key).await?;
-        let header = SessionHeader {
-            kind: HeaderTag::Header,
-            version: SESSION_FORMAT_VERSION,
-            id: crate::ids::session_id(),
-            key: new_key.to_owned(),
-            context: whole.header().context.clone(),
-            created: rfc3339(self.agent.clock().now()),
-        };
+        let header = branches::fork_header(&whole, new_key, rfc3339(self.agent.clock().now()));
         let copy = branches::fork_into(self.agent.store().as_ref(), &whole, entry, header).await?;
         Ok(copy.leaf().unwrap_or_default().to_owned())
     }

@@ -190,6 +190,19 @@ pub async fn move_leaf(
     Ok(target)
 }
 
+/// The header of a copy of `session` named `new_key`, made at `created` (RFC 3339): a
+/// new id, the same context.
+pub fn fork_header(session: &Session, new_key: &str, created: String) -> SessionHeader {
+    SessionHeader {
+        kind: squidbot_types::session::HeaderTag::Header,
+        version: squidbot_types::session::SESSION_FORMAT_VERSION,
+        id: crate::ids::session_id(),
+        key: new_key.to_owned(),
+        context: session.header().context.clone(),
+        created,
+    }
+}
+
 /// Copies the branch of `session` from its root to `entry` into a new session under
 /// `header` (its key must be free); the copy's leaf is `entry`.
 pub async fn fork_into(

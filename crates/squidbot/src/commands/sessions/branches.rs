@@ -11,7 +11,6 @@ use squidbot_core::session::export::{ExportFormat, ExportScope, export};
 use squidbot_core::store::SessionStore;
 use squidbot_core::store::search::{SearchScope, SessionSearch};
 use squidbot_store::{IndexedSessionStore, MAX_SEARCH_HITS};
-use squidbot_types::session::{HeaderTag, SESSION_FORMAT_VERSION, SessionHeader};
 
 use crate::wiring::Environment;
 
@@ -53,14 +52,7 @@ pub async fn fork(environment: &Environment, key: &str, at: &str, new_key: Optio
     let now = rfc3339(SystemClock.now());
     match new_key {
         Some(new_key) => {
-            let header = SessionHeader {
-                kind: HeaderTag::Header,
-                version: SESSION_FORMAT_VERSION,
-                id: squidbot_core::ids::session_id(),
-                key: new_key.to_owned(),
-                context: session.header().context.clone(),
-                created: now,
-            };
+            let header = branches::fork_header(&session, new_key, now);
             branches::fork_into(&store, &session, at, header).await?;
             println!("forked {key} at {at} into {new_key}; the next message there continues from {at}");
         }

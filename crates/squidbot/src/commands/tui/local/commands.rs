@@ -6,7 +6,6 @@ use squidbot_core::people::OWNER_CONTEXT;
 use squidbot_core::session::branches::{self, LeafMove};
 use squidbot_core::session::export::{ExportFormat, ExportScope, export};
 use squidbot_tui::Event;
-use squidbot_types::session::{HeaderTag, SESSION_FORMAT_VERSION, SessionHeader};
 
 use super::{Bridge, Local};
 
@@ -72,14 +71,7 @@ impl Local {
         let store = self.agent.store().as_ref();
         match words.next() {
             Some(new_key) => {
-                let header = SessionHeader {
-                    kind: HeaderTag::Header,
-                    version: SESSION_FORMAT_VERSION,
-                    id: squidbot_core::ids::session_id(),
-                    key: new_key.to_owned(),
-                    context: session.header().context.clone(),
-                    created: now,
-                };
+                let header = branches::fork_header(session, new_key, now);
                 let copy = branches::fork_into(store, session, entry, header)
                     .await
                     .map_err(|error| format!("can't fork {key} at {entry}: {error}"))?;
